@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+//
+// FastFuture: lock-free futures for Swift.
+//
+// This root manifest has NO package dependencies, by design: the library depends on the
+// toolchain only (Swift stdlib, Dispatch, and Foundation for `FastFutureFoundation`).
+// Benchmarks, which compare against swift-nio, live in their own package in `Benchmarks/`.
+
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "FastFuture",
+    // `Duration` (timeouts, retry delays) needs these minimums on Apple platforms.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .macCatalyst(.v16)],
+    products: [
+        .library(name: "FastFuture", targets: ["FastFuture"]),
+        .library(name: "FastFutureFoundation", targets: ["FastFutureFoundation"]),
+        .executable(name: "fastfuture-fetch", targets: ["fastfuture-fetch"]),
+    ],
+    targets: [
+        // Header-only C11 atomics. Not API: only `FastFuture` imports it.
+        .target(name: "AtomicsShim"),
+        .target(
+            name: "FastFuture",
+            dependencies: ["AtomicsShim"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FastFutureFoundation",
+            dependencies: ["FastFuture"],
+            swiftSettings: strictSettings
+        ),
+        // Example: fetch several URLs concurrently (README, "FastFutureFoundation").
+        .executableTarget(
+            name: "fastfuture-fetch",
+            dependencies: ["FastFuture", "FastFutureFoundation"],
+            path: "Examples/fastfuture-fetch",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "FastFutureTests",
+            dependencies: ["FastFuture"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "FastFutureFoundationTests",
+            dependencies: ["FastFuture", "FastFutureFoundation"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

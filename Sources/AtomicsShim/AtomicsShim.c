@@ -1,0 +1,2 @@
+// Intentionally empty: AtomicsShim is header-only (see include/AtomicsShim.h).
+// SwiftPM needs one source file to build a C target.

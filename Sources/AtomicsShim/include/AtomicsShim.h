@@ -1,0 +1,137 @@
+//===----------------------------------------------------------------------===//
+//
+// AtomicsShim: the C11 atomics that FastFuture's lock-free core is built on.
+//
+// Not API. Header-only: every operation is a `static inline`, always-inlined
+// function, so the Swift optimizer sees straight through it to the single
+// instruction it stands for.
+//
+// Rules (after apple/swift-atomics' `_AtomicsShims.h`):
+//  - one function per operation *and* memory ordering, the ordering in the
+//    name; there is no default ordering, so sequential consistency can never
+//    be paid for by accident;
+//  - each `_Atomic` value is wrapped in a named struct, so Swift cannot read
+//    or write it except through these functions;
+//  - no logic here: the state machines, and the arguments for why each
+//    ordering is enough, live in Swift next to the code that uses them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FASTFUTURE_ATOMICS_SHIM_H
+#define FASTFUTURE_ATOMICS_SHIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if !defined(__cplusplus)
+
+#include <stdatomic.h>
+
+#define FF_INLINE static inline __attribute__((__always_inline__))
+
+/// A pointer-sized atomic word.
+///
+/// It must live at a stable address (inside a class instance or an
+/// allocation), never in a Swift `var` that could be moved or copied.
+typedef struct ff_atomic_word {
+  _Atomic(uintptr_t) value;
+} ff_atomic_word;
+
+_Static_assert(sizeof(ff_atomic_word) == sizeof(uintptr_t),
+               "ff_atomic_word must be exactly one machine word");
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2,
+               "FastFuture needs always-lock-free pointer-sized atomics");
+
+/// Returns a word holding `value`, to be stored into memory that no other
+/// thread can see yet (a new object's stored property). Not an atomic operation.
+FF_INLINE ff_atomic_word ff_atomic_word_make(uintptr_t value) {
+  ff_atomic_word word;
+  atomic_init(&word.value, value);
+  return word;
+}
+
+/// Whether operations on this word are lock-free (always true where this header compiles).
+FF_INLINE bool ff_atomic_word_is_lock_free(ff_atomic_word *_Nonnull word) {
+  return atomic_is_lock_free(&word->value);
+}
+
+// MARK: load
+
+FF_INLINE uintptr_t ff_atomic_word_load_relaxed(ff_atomic_word *_Nonnull word) {
+  return atomic_load_explicit(&word->value, memory_order_relaxed);
+}
+
+FF_INLINE uintptr_t ff_atomic_word_load_acquire(ff_atomic_word *_Nonnull word) {
+  return atomic_load_explicit(&word->value, memory_order_acquire);
+}
+
+// MARK: store
+
+FF_INLINE void ff_atomic_word_store_relaxed(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  atomic_store_explicit(&word->value, value, memory_order_relaxed);
+}
+
+FF_INLINE void ff_atomic_word_store_release(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  atomic_store_explicit(&word->value, value, memory_order_release);
+}
+
+// MARK: exchange
+
+FF_INLINE uintptr_t ff_atomic_word_exchange_relaxed(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_relaxed);
+}
+
+FF_INLINE uintptr_t ff_atomic_word_exchange_acquire(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_acquire);
+}
+
+FF_INLINE uintptr_t ff_atomic_word_exchange_acq_rel(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_acq_rel);
+}
+
+// MARK: compare-exchange
+//
+// Named `<strength>_<success ordering>_<failure ordering>`. On failure,
+// `*expected` receives the value that was found, as in C11.
+
+FF_INLINE bool ff_atomic_word_cmpxchg_strong_relaxed_relaxed(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_strong_explicit(
+      &word->value, expected, desired, memory_order_relaxed, memory_order_relaxed);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_strong_acquire_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_strong_explicit(
+      &word->value, expected, desired, memory_order_acquire, memory_order_acquire);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_strong_acq_rel_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_strong_explicit(
+      &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_weak_relaxed_relaxed(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_weak_explicit(
+      &word->value, expected, desired, memory_order_relaxed, memory_order_relaxed);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_weak_release_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_weak_explicit(
+      &word->value, expected, desired, memory_order_release, memory_order_acquire);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_weak_acq_rel_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_weak_explicit(
+      &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
+}
+
+#undef FF_INLINE
+
+#endif // !defined(__cplusplus)
+
+#endif // FASTFUTURE_ATOMICS_SHIM_H

@@ -1,0 +1,47 @@
+extension Future {
+    /// Runs `body` with the result when the future completes (at once if it already has).
+    ///
+    /// Callbacks run exactly once and are released afterwards; callbacks registered from one
+    /// thread run in registration order.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs. With `.inline` (the default) it runs on the completing
+    ///     thread before `succeed`/`complete` returns, or on this thread before this call returns
+    ///     if the future is already complete; from inside another callback it is queued and run
+    ///     right after that callback (see ``InlineExecutor``).
+    ///   - body: The callback.
+    @inlinable
+    public func whenComplete(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) {
+        _register(_HandlerNode<Value, _>(.complete(body), executor: executor))
+    }
+
+    /// Runs `body` with the value if and when the future succeeds.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)``).
+    ///   - body: The callback; not called if the future fails or is cancelled.
+    @inlinable
+    public func whenSuccess(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (Value) -> Void
+    ) {
+        _register(_HandlerNode<Value, _>(.success(body), executor: executor))
+    }
+
+    /// Runs `body` with the error if and when the future fails (including by cancellation, with
+    /// `CancellationError`).
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)``).
+    ///   - body: The callback; not called if the future succeeds.
+    @inlinable
+    public func whenFailure(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (any Error) -> Void
+    ) {
+        _register(_HandlerNode<Value, _>(.failure(body), executor: executor))
+    }
+}

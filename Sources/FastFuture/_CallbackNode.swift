@@ -1,0 +1,145 @@
+/// A registration on a future: a completion callback, or a promise's `onCancel` handler.
+///
+/// Nodes are linked through `_next` into the future's Treiber stack (see `Future`'s state
+/// word). The links are *owned* raw pointers (`Unmanaged`, +1): a list is never released by
+/// ARC recursion, only node by node in `_runList`/`_releaseList`, so a future with a million
+/// callbacks is freed in constant stack depth.
+///
+/// The node *is* the callback: each kind of registration is a subclass that stores what it
+/// needs (the user's closure and executor, or a derived future and a transform), so one
+/// registration costs exactly one allocation and no wrapper closure.
+///
+/// - Note: `_next` is written only while the node is private to one thread (before the
+///   release-CAS that pushes it, or after the acquire-exchange that takes the stack).
+@usableFromInline
+internal class _CallbackNode {
+    /// The next node (owned, +1), or `nil`.
+    @usableFromInline final var _next: UnsafeMutableRawPointer?
+    /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
+    /// dropped unrun when the future completes any other way.
+    @usableFromInline final let _isCancelHandler: Bool
+
+    @inlinable
+    init(isCancelHandler: Bool) {
+        self._next = nil
+        self._isCancelHandler = isCancelHandler
+    }
+
+    /// Runs the callback. `future` is the complete `Future<V>` this node was registered on,
+    /// where `V` is the value type the subclass was made for.
+    @usableFromInline
+    func _fire(_ future: AnyObject) {
+        fatalError("FastFuture internal error: _CallbackNode._fire is abstract")
+    }
+
+    // MARK: Lists
+
+    /// Reverses an owned list (the LIFO stack as taken) into registration (FIFO) order.
+    @inlinable
+    static func _reversed(_ head: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        var reversed: UnsafeMutableRawPointer? = nil
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let node = Unmanaged<_CallbackNode>.fromOpaque(raw)
+            current = node._withUnsafeGuaranteedRef { node in
+                let next = node._next
+                node._next = reversed
+                return next
+            }
+            reversed = raw
+        }
+        return reversed.unsafelyUnwrapped
+    }
+
+    /// Runs every node of an owned FIFO list against `future`, releasing each after it ran.
+    /// Cancel handlers run only when `cancelled`; otherwise they are just released.
+    @inlinable
+    static func _runList(_ head: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
+            current = node._next
+            node._next = nil
+            if !node._isCancelHandler || cancelled {
+                node._fire(future)
+            }
+        }
+    }
+
+    /// Releases every node of an owned list without running any.
+    @usableFromInline
+    static func _releaseList(_ head: UnsafeMutableRawPointer) {
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
+            current = node._next
+            node._next = nil
+        }
+    }
+}
+
+// MARK: - User callbacks
+
+/// A `whenComplete`/`whenSuccess`/`whenFailure` registration.
+@usableFromInline
+internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode {
+    @usableFromInline
+    enum Handler: Sendable {
+        case complete(@Sendable (Result<Value, any Error>) -> Void)
+        case success(@Sendable (Value) -> Void)
+        case failure(@Sendable (any Error) -> Void)
+    }
+
+    @usableFromInline let handler: Handler
+    @usableFromInline let executor: Executor
+
+    @inlinable
+    init(_ handler: Handler, executor: Executor) {
+        self.handler = handler
+        self.executor = executor
+        super.init(isCancelHandler: false)
+    }
+
+    @inlinable
+    override func _fire(_ future: AnyObject) {
+        let result = unsafeDowncast(future, to: Future<Value>.self)._completedResult
+        if Executor.self == InlineExecutor.self {
+            // Inline: call straight through; no escaping closure, so no allocation.
+            Self._invoke(handler, with: result)
+        } else {
+            let handler = self.handler
+            executor.execute { Self._invoke(handler, with: result) }
+        }
+    }
+
+    @inlinable
+    static func _invoke(_ handler: Handler, with result: Result<Value, any Error>) {
+        switch (handler, result) {
+        case (.complete(let body), _):
+            body(result)
+        case (.success(let body), .success(let value)):
+            body(value)
+        case (.failure(let body), .failure(let error)):
+            body(error)
+        case (.success, .failure), (.failure, .success):
+            break
+        }
+    }
+}
+
+/// An `onCancel` handler.
+@usableFromInline
+internal final class _CancelHandlerNode: _CallbackNode {
+    @usableFromInline let handler: @Sendable () -> Void
+
+    @inlinable
+    init(_ handler: @escaping @Sendable () -> Void) {
+        self.handler = handler
+        super.init(isCancelHandler: true)
+    }
+
+    @inlinable
+    override func _fire(_ future: AnyObject) {
+        handler()
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One unit of work a thread's trampoline runs.
+@usableFromInline
+internal enum _TrampolineWork {
+    /// Run an owned, FIFO-ordered list of callback nodes (see `_CallbackNode`) of `future`,
+    /// which is complete.
+    case callbacks(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
+    /// Deliver a cancellation request to a future or a combinator (see `_Cancellable`).
+    case cancel(any _Cancellable)
+}
+
+/// The per-thread queue that makes inline callbacks iterative.
+///
+/// Whoever completes a future (or registers on a complete one, or cancels one) hands the work
+/// to its thread's trampoline with `_Trampoline.run(_:)`:
+///
+///     not draining ──run(work)──▶ draining: run work, then every queued item, FIFO ──▶ not draining
+///     draining     ──run(work)──▶ append work to the queue and return at once
+///
+/// So at top level the work runs before `run` returns; from inside a running callback it runs
+/// after that callback returns, in a loop, never by recursion. A chain of a million `map`s
+/// therefore completes in constant stack depth.
+///
+/// A trampoline belongs to one thread: it is reached only through thread-local storage and
+/// never shared, so it needs no synchronization (it is deliberately not `Sendable`).
+@usableFromInline
+internal final class _Trampoline {
+    @usableFromInline var isDraining = false
+
+    /// A ring buffer of queued work: `count` items from `head`, capacity a power of two.
+    @usableFromInline var buffer: UnsafeMutablePointer<_TrampolineWork>
+    @usableFromInline var capacity: Int
+    @usableFromInline var head = 0
+    @usableFromInline var count = 0
+
+    @usableFromInline
+    init() {
+        capacity = 16
+        buffer = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        // Never reached with queued work: the queue is empty whenever `run` returns.
+        buffer.deinitialize(count: count)  // count is 0; kept for symmetry with `enqueue`
+        buffer.deallocate()
+    }
+
+    // MARK: Thread-local access
+
+    /// The key of the thread-local slot holding the calling thread's trampoline (+1 retained).
+    /// A Swift global: created once, thread-safely, on first use.
+    @usableFromInline
+    static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key) { raw in
+            // The thread is exiting: release its trampoline.
+            #if canImport(Darwin)
+            Unmanaged<_Trampoline>.fromOpaque(raw).release()
+            #else
+            if let raw { Unmanaged<_Trampoline>.fromOpaque(raw).release() }
+            #endif
+        }
+        precondition(rc == 0, "FastFuture: pthread_key_create failed (\(rc))")
+        return key
+    }()
+
+    /// The calling thread's trampoline, created on first use.
+    @inlinable
+    static var current: _Trampoline {
+        if let raw = pthread_getspecific(key) {
+            return Unmanaged<_Trampoline>.fromOpaque(raw).takeUnretainedValue()
+        }
+        return makeCurrent()
+    }
+
+    @usableFromInline @inline(never)
+    static func makeCurrent() -> _Trampoline {
+        let trampoline = _Trampoline()
+        let rc = pthread_setspecific(key, Unmanaged.passRetained(trampoline).toOpaque())
+        precondition(rc == 0, "FastFuture: pthread_setspecific failed (\(rc))")
+        return trampoline
+    }
+
+    // MARK: Running work
+
+    /// Runs `work` now if this thread is not already running trampolined work, else queues it.
+    @inlinable
+    static func run(_ work: _TrampolineWork) {
+        let trampoline = current
+        if trampoline.isDraining {
+            trampoline.enqueue(work)
+        } else {
+            trampoline.drain(startingWith: work)
+        }
+    }
+
+    @usableFromInline @inline(never)
+    func drain(startingWith first: _TrampolineWork) {
+        isDraining = true
+        Self.perform(first)
+        while count > 0 {
+            let work = (buffer + head).move()
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+            Self.perform(work)
+        }
+        head = 0
+        isDraining = false
+    }
+
+    @usableFromInline
+    func enqueue(_ work: _TrampolineWork) {
+        if count == capacity { grow() }
+        (buffer + ((head + count) & (capacity - 1))).initialize(to: work)
+        count += 1
+    }
+
+    @usableFromInline @inline(never)
+    func grow() {
+        let newCapacity = capacity * 2
+        let newBuffer = UnsafeMutablePointer<_TrampolineWork>.allocate(capacity: newCapacity)
+        for i in 0..<count {
+            (newBuffer + i).moveInitialize(from: buffer + ((head + i) & (capacity - 1)), count: 1)
+        }
+        buffer.deallocate()
+        buffer = newBuffer
+        capacity = newCapacity
+        head = 0
+    }
+
+    @usableFromInline
+    static func perform(_ work: _TrampolineWork) {
+        switch work {
+        case .callbacks(let list, let future, let cancelled):
+            _CallbackNode._runList(list, future: future, cancelled: cancelled)
+        case .cancel(let target):
+            target._cancelFromDownstream()
+        }
+    }
+}
+
+@available(*, unavailable)
+extension _Trampoline: Sendable {}
