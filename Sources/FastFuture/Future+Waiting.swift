@@ -83,7 +83,7 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
 }
 
 /// Wakes a thread parked in `wait()`.
-internal final class _WakeUpNode: _CallbackNode {
+internal final class _WakeUpNode: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     let semaphore = DispatchSemaphore(value: 0)
 
     init() { super.init(isCancelHandler: false) }
@@ -94,7 +94,7 @@ internal final class _WakeUpNode: _CallbackNode {
 }
 
 /// Resumes an awaiting task with the future's result.
-internal final class _AsyncWaiterNode<Value: Sendable>: _CallbackNode {
+internal final class _AsyncWaiterNode<Value: Sendable>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     let waiter: _AsyncWaiter<Value>
 
     init(_ waiter: _AsyncWaiter<Value>) {

@@ -9,10 +9,14 @@
 /// needs (the user's closure and executor, or a derived future and a transform), so one
 /// registration costs exactly one allocation and no wrapper closure.
 ///
-/// - Note: `_next` is written only while the node is private to one thread (before the
-///   release-CAS that pushes it, or after the acquire-exchange that takes the stack).
+/// - Note: `@unchecked Sendable` because a node has exactly one owner at a time, and ownership
+///   moves between threads only through synchronizing operations: the registering thread until
+///   the release-CAS that pushes it; the completer after the acquire-exchange that takes the
+///   stack; an executor's thread after `execute` handed it over (executors synchronize what they
+///   run). `_next`, and the mutable state of subclasses, are touched only by the owner; the
+///   closures a node holds are `@Sendable`.
 @usableFromInline
-internal class _CallbackNode {
+internal class _CallbackNode: @unchecked Sendable {
     /// The next node (owned, +1), or `nil`.
     @usableFromInline final var _next: UnsafeMutableRawPointer?
     /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
@@ -82,7 +86,7 @@ internal class _CallbackNode {
 
 /// A `whenComplete`/`whenSuccess`/`whenFailure` registration.
 @usableFromInline
-internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode {
+internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     @usableFromInline
     enum Handler: Sendable {
         case complete(@Sendable (Result<Value, any Error>) -> Void)
@@ -129,7 +133,7 @@ internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _C
 
 /// An `onCancel` handler.
 @usableFromInline
-internal final class _CancelHandlerNode: _CallbackNode {
+internal final class _CancelHandlerNode: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     @usableFromInline let handler: @Sendable () -> Void
 
     @inlinable

@@ -89,6 +89,12 @@ FF_INLINE uintptr_t ff_atomic_word_exchange_acq_rel(ff_atomic_word *_Nonnull wor
   return atomic_exchange_explicit(&word->value, value, memory_order_acq_rel);
 }
 
+// MARK: fetch-and-modify
+
+FF_INLINE uintptr_t ff_atomic_word_fetch_sub_acq_rel(ff_atomic_word *_Nonnull word, uintptr_t operand) {
+  return atomic_fetch_sub_explicit(&word->value, operand, memory_order_acq_rel);
+}
+
 // MARK: compare-exchange
 //
 // Named `<strength>_<success ordering>_<failure ordering>`. On failure,

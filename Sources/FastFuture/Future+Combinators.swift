@@ -1,0 +1,102 @@
+extension Future {
+    // Every combinator's future has the variant of its first input (`.lockFree` when there is
+    // none), costs O(n) time and allocations for n inputs (one node per input), and cancelling it
+    // cancels every input still pending.
+
+    /// Returns a future of every input's value, in input order.
+    ///
+    /// - Parameter futures: The inputs.
+    /// - Returns: A future that succeeds when every input has, fails with the first failure (by
+    ///   time) leaving the other inputs alone, and succeeds with `[]` for no inputs.
+    public static func all(_ futures: some Collection<Future<Value>>) -> Future<[Value]> {
+        let inputs = ContiguousArray(futures)
+        if inputs.isEmpty { return .succeeded([]) }
+        return _Aggregator<Value, [Value]>.start(inputs, mode: .all) { slots in
+            slots.map { slot in
+                guard case .success(let value) = slot else { fatalError("FastFuture internal error: all() slot") }
+                return value
+            }
+        }
+    }
+
+    /// Returns a future of every input's result, in input order. It never fails.
+    ///
+    /// - Parameter futures: The inputs.
+    /// - Returns: A future that succeeds once every input has completed (`[]` for no inputs).
+    public static func allSettled(_ futures: some Collection<Future<Value>>) -> Future<[Result<Value, any Error>]> {
+        let inputs = ContiguousArray(futures)
+        if inputs.isEmpty { return .succeeded([]) }
+        return _Aggregator<Value, [Result<Value, any Error>]>.start(inputs, mode: .allSettled) { slots in
+            slots.map { $0.unsafelyUnwrapped }
+        }
+    }
+
+    /// Returns a future of the first input to succeed.
+    ///
+    /// - Parameter futures: The inputs.
+    /// - Returns: A future of the first success (by time); once one succeeds, the other inputs
+    ///   are cancelled. If every input fails it fails with ``AllFailedError`` holding the errors in
+    ///   input order; for no inputs, with `AllFailedError(errors: [])`.
+    public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
+        let inputs = ContiguousArray(futures)
+        if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
+        return _Aggregator<Value, Value>.start(inputs, mode: .first, finish: _unusedFinish)
+    }
+
+    /// Returns a future of the first input to complete, successfully or not.
+    ///
+    /// - Parameter futures: The inputs.
+    /// - Returns: A future that completes like the first input to complete; the other inputs are
+    ///   then cancelled. For no inputs it fails with `AllFailedError(errors: [])`.
+    public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
+        let inputs = ContiguousArray(futures)
+        if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
+        return _Aggregator<Value, Value>.start(inputs, mode: .race, finish: _unusedFinish)
+    }
+
+    /// Returns a future of `combine` folded over the inputs' values, in input order.
+    ///
+    /// - Parameters:
+    ///   - initial: The starting value; the result for no inputs.
+    ///   - futures: The inputs.
+    ///   - combine: Folds one input's value in. Applied in input order once every input has
+    ///     succeeded; a thrown error fails the returned future.
+    /// - Returns: A future that fails with the first input failure (by time).
+    public static func reduce<Element: Sendable>(
+        _ initial: Value,
+        _ futures: some Collection<Future<Element>>,
+        _ combine: @escaping @Sendable (Value, Element) throws -> Value
+    ) -> Future<Value> {
+        Future<Element>.all(futures).map { values in try values.reduce(initial, combine) }
+    }
+
+    /// Returns a future of both values.
+    ///
+    /// - Parameter other: The other input.
+    /// - Returns: A future of `(self's value, other's value)` with this future's variant; it fails
+    ///   with the first failure (by time), leaving the other input alone. Cancelling it cancels
+    ///   both inputs.
+    public func and<U: Sendable>(_ other: Future<U>) -> Future<(Value, U)> {
+        // Type-erase both sides into one `all` of two: O(1), and it reuses all's machinery.
+        let left = self.map { _Either<Value, U>.left($0) }
+        let right = other.map { _Either<Value, U>.right($0) }
+        return Future<_Either<Value, U>>.all([left, right]).map { pair in
+            guard case .left(let a) = pair[0], case .right(let b) = pair[1] else {
+                fatalError("FastFuture internal error: and()")
+            }
+            return (a, b)
+        }
+    }
+
+    @usableFromInline
+    static func _unusedFinish(_: UnsafeMutableBufferPointer<Result<Value, any Error>?>) -> Value {
+        fatalError("FastFuture internal error: first/race never finish from slots")
+    }
+}
+
+/// One of two values (the inputs of `and`).
+@usableFromInline
+internal enum _Either<A: Sendable, B: Sendable>: Sendable {
+    case left(A)
+    case right(B)
+}

@@ -1,0 +1,112 @@
+extension Future {
+    // Every transformation returns a new future with this future's variant. Errors flow like
+    // Twisted's callback/errback chain: a throwing body fails the derived future; a failure skips
+    // `map`/`flatMap` bodies and reaches the next `recover`/`flatMapError`/`mapError`/`always`;
+    // a success skips the error handlers. Each step costs two allocations (the derived future and
+    // one node); cancelling the derived future cancels this one (see `cancel()`).
+
+    /// Returns a future of `transform` applied to this future's value.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs (default `.inline`).
+    ///   - transform: Maps the value. Not called if this future fails; a thrown error fails the
+    ///     returned future.
+    /// - Returns: The derived future.
+    @inlinable
+    public func map<U: Sendable>(
+        on executor: some FutureExecutor = .inline,
+        _ transform: @escaping @Sendable (Value) throws -> U
+    ) -> Future<U> {
+        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
+        _register(_ValueStepNode<Value, U, _>(derived: derived, body: .map(transform), executor: executor))
+        return derived
+    }
+
+    /// Returns a future of the future that `transform` makes from this future's value: the chain
+    /// pauses until that inner future completes.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs (default `.inline`).
+    ///   - transform: Makes the next future. Not called if this future fails; a thrown error
+    ///     fails the returned future.
+    /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
+    ///   there is one.
+    @inlinable
+    public func flatMap<U: Sendable>(
+        on executor: some FutureExecutor = .inline,
+        _ transform: @escaping @Sendable (Value) throws -> Future<U>
+    ) -> Future<U> {
+        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
+        _register(_ValueStepNode<Value, U, _>(derived: derived, body: .flatMap(transform), executor: executor))
+        return derived
+    }
+
+    /// Returns a future that turns this future's failure back into a value.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (default `.inline`).
+    ///   - body: Makes a value from the error (including `CancellationError`). Not called on
+    ///     success; a thrown error fails the returned future.
+    /// - Returns: The derived future.
+    @inlinable
+    public func recover(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (any Error) throws -> Value
+    ) -> Future<Value> {
+        _errorStep(.recover(body), on: executor)
+    }
+
+    /// Returns a future that turns this future's failure into the result of another future.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (default `.inline`).
+    ///   - body: Makes the next future from the error. Not called on success; a thrown error
+    ///     fails the returned future.
+    /// - Returns: The derived future.
+    @inlinable
+    public func flatMapError(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (any Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        _errorStep(.flatMapError(body), on: executor)
+    }
+
+    /// Returns a future that fails with `body`'s error where this one fails.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (default `.inline`).
+    ///   - body: Maps the error. Not called on success.
+    /// - Returns: The derived future.
+    @inlinable
+    public func mapError(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (any Error) -> any Error
+    ) -> Future<Value> {
+        _errorStep(.mapError(body), on: executor)
+    }
+
+    /// Returns a future that completes like this one, after running `body` with the result: a
+    /// finalizer that sees successes and failures alike.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs (default `.inline`).
+    ///   - body: The side effect. It runs even if the returned future was cancelled meanwhile.
+    /// - Returns: The derived future, completed after `body` returned.
+    @inlinable
+    public func always(
+        on executor: some FutureExecutor = .inline,
+        _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) -> Future<Value> {
+        _errorStep(.always(body), on: executor)
+    }
+
+    @inlinable
+    internal func _errorStep<Executor: FutureExecutor>(
+        _ body: _ErrorStepNode<Value, Executor>.Body,
+        on executor: Executor
+    ) -> Future<Value> {
+        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
+        _register(_ErrorStepNode<Value, Executor>(derived: derived, body: body, executor: executor))
+        return derived
+    }
+}

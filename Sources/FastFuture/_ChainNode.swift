@@ -1,0 +1,192 @@
+/// The registration behind `map`, `flatMap`, `recover`, `flatMapError`, `mapError` and
+/// `always`: a node on the source that completes a derived future.
+///
+/// One node serves a whole step. For `flatMap`/`flatMapError` the same node, after running the
+/// body on the source's result, registers itself on the inner future the body returned
+/// (`_follow`) and forwards that future's result - so a step costs the derived future plus
+/// this node, two allocations, whatever its kind.
+///
+/// Cancellation upstream does not go through the node: the derived future holds its source
+/// in its upstream word (see `_FutureWords`), and `_follow` repoints that word at the inner
+/// future, so `cancel()` reaches whatever the step is currently waiting on.
+///
+/// - Note: A node is owned by one thread at a time: the one running it after taking it from a
+///   stack, until it pushes it onto the inner future's stack (a release). So `_awaitingInner`
+///   needs no synchronization of its own.
+@usableFromInline
+internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+    @usableFromInline final let derived: Future<Output>
+    @usableFromInline final var _awaitingInner = false
+
+    @inlinable
+    init(derived: Future<Output>) {
+        self.derived = derived
+        super.init(isCancelHandler: false)
+    }
+
+    @inlinable
+    final override func _fire(_ future: AnyObject) {
+        if _awaitingInner {
+            derived._complete(unsafeDowncast(future, to: Future<Output>.self)._completedResult)
+        } else {
+            _fireSource(future)
+        }
+    }
+
+    /// Handles the source's result. `future` is the complete source.
+    @usableFromInline
+    func _fireSource(_ future: AnyObject) {
+        fatalError("FastFuture internal error: _ChainNode._fireSource is abstract")
+    }
+
+    /// Completes the derived future with what `body` produced: a result, or an inner future to
+    /// wait for.
+    @inlinable
+    final func _finish(_ produce: () throws -> _StepOutput<Output>) {
+        let output: _StepOutput<Output>
+        do {
+            output = try produce()
+        } catch {
+            derived._complete(.failure(error))
+            return
+        }
+        switch output {
+        case .result(let result):
+            derived._complete(result)
+        case .future(let inner):
+            _follow(inner)
+        }
+    }
+
+    /// Waits for `inner` and forwards its result (the second half of a `flatMap`).
+    @usableFromInline
+    final func _follow(_ inner: Future<Output>) {
+        guard derived._replaceUpstream(with: inner) else {
+            // The derived future completed meanwhile. Nothing but this node completes it
+            // normally, so it was cancelled: pass that on to the inner future.
+            inner.cancel()
+            return
+        }
+        _awaitingInner = true
+        inner._register(self)
+    }
+}
+
+/// What a chain step's body produced.
+@usableFromInline
+internal enum _StepOutput<Output: Sendable> {
+    case result(Result<Output, any Error>)
+    case future(Future<Output>)
+}
+
+// MARK: - Steps on the value: map, flatMap
+
+@usableFromInline
+internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor: FutureExecutor>: _ChainNode<Output>, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+    @usableFromInline
+    enum Body: Sendable {
+        case map(@Sendable (Input) throws -> Output)
+        case flatMap(@Sendable (Input) throws -> Future<Output>)
+    }
+
+    @usableFromInline let body: Body
+    @usableFromInline let executor: Executor
+
+    @inlinable
+    init(derived: Future<Output>, body: Body, executor: Executor) {
+        self.body = body
+        self.executor = executor
+        super.init(derived: derived)
+    }
+
+    @inlinable
+    override func _fireSource(_ future: AnyObject) {
+        switch unsafeDowncast(future, to: Future<Input>.self)._completedResult {
+        case .failure(let error):
+            // A failure skips the body and flows on (Twisted's errback chain).
+            derived._complete(.failure(error))
+        case .success(let value):
+            if Executor.self == InlineExecutor.self {
+                _run(value)
+            } else {
+                executor.execute { self._run(value) }
+            }
+        }
+    }
+
+    @inlinable
+    func _run(_ value: Input) {
+        // The derived future may have been cancelled while this step was queued: then the
+        // body has no one to produce for.
+        if derived.isComplete { return }
+        switch body {
+        case .map(let transform):
+            _finish { .result(.success(try transform(value))) }
+        case .flatMap(let transform):
+            _finish { .future(try transform(value)) }
+        }
+    }
+}
+
+// MARK: - Steps on the error or the whole result: recover, flatMapError, mapError, always
+
+@usableFromInline
+internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: _ChainNode<Value>, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+    @usableFromInline
+    enum Body: Sendable {
+        case recover(@Sendable (any Error) throws -> Value)
+        case flatMapError(@Sendable (any Error) throws -> Future<Value>)
+        case mapError(@Sendable (any Error) -> any Error)
+        case always(@Sendable (Result<Value, any Error>) -> Void)
+    }
+
+    @usableFromInline let body: Body
+    @usableFromInline let executor: Executor
+
+    @inlinable
+    init(derived: Future<Value>, body: Body, executor: Executor) {
+        self.body = body
+        self.executor = executor
+        super.init(derived: derived)
+    }
+
+    @inlinable
+    override func _fireSource(_ future: AnyObject) {
+        let result = unsafeDowncast(future, to: Future<Value>.self)._completedResult
+        if case .success = result, !_isAlways {
+            // A success skips error handlers and flows on.
+            derived._complete(result)
+            return
+        }
+        if Executor.self == InlineExecutor.self {
+            _run(result)
+        } else {
+            executor.execute { self._run(result) }
+        }
+    }
+
+    @inlinable
+    var _isAlways: Bool {
+        if case .always = body { return true }
+        return false
+    }
+
+    @inlinable
+    func _run(_ result: Result<Value, any Error>) {
+        // `always` is a finalizer: it runs even if the derived future was cancelled meanwhile.
+        if derived.isComplete && !_isAlways { return }
+        switch (body, result) {
+        case (.always(let body), _):
+            body(result)
+            derived._complete(result)
+        case (.recover(let body), .failure(let error)):
+            _finish { .result(.success(try body(error))) }
+        case (.flatMapError(let body), .failure(let error)):
+            _finish { .future(try body(error)) }
+        case (.mapError(let body), .failure(let error)):
+            derived._complete(.failure(body(error)))
+        case (_, .success):
+            derived._complete(result)
+        }
+    }
+}
