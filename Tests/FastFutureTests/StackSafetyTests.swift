@@ -1,0 +1,93 @@
+import FastFuture
+import Testing
+
+/// Deep chains complete on a thread with a 512 KiB stack: inline callbacks are trampolined, never
+/// recursed (API.md, "Callbacks"). A recursive implementation overflows within a few thousand steps.
+@Suite("Stack safety")
+struct StackSafetyTests {
+    /// 512 KiB: a recursive implementation overflows it within a few thousand steps.
+    static let stackSize = 512 * 1024
+    static let steps = 1_000_000
+    static let pendingSteps = 100_000
+
+    @Test(arguments: FutureVariant.allCases)
+    func millionMapsBuiltOnPendingFuture(variant: FutureVariant) throws {
+        let outcome = LockedBox<Int?>(nil)
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let promise = Promise<Int>(variant: variant)
+            var future = promise.future
+            for _ in 0..<Self.steps { future = future.map { $0 + 1 } }
+            promise.succeed(0)
+            outcome.withLock { $0 = try? future.peek()?.get() }
+        }
+        #expect(outcome.snapshot == Self.steps)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func millionMapsBuiltOnCompleteFuture(variant: FutureVariant) throws {
+        let outcome = LockedBox<Int?>(nil)
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            var future = Future.succeeded(0, variant: variant)
+            for _ in 0..<Self.steps { future = future.map { $0 + 1 } }
+            outcome.withLock { $0 = try? future.peek()?.get() }
+        }
+        #expect(outcome.snapshot == Self.steps)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func millionFlatMapsReturningCompleteFutures(variant: FutureVariant) throws {
+        let outcome = LockedBox<Int?>(nil)
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let promise = Promise<Int>(variant: variant)
+            var future = promise.future
+            for _ in 0..<Self.steps {
+                future = future.flatMap { Future.succeeded($0 + 1, variant: variant) }
+            }
+            promise.succeed(0)
+            outcome.withLock { $0 = try? future.peek()?.get() }
+        }
+        #expect(outcome.snapshot == Self.steps)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func flatMapsReturningPendingFuturesCompletedLater(variant: FutureVariant) throws {
+        let outcome = LockedBox<Int?>(nil)
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let pending = LockedBox<[Promise<Int>]>([])
+            let root = Promise<Int>(variant: variant)
+            var future = root.future
+            for _ in 0..<Self.pendingSteps {
+                future = future.flatMap { value in
+                    let inner = Promise<Int>(variant: variant)
+                    pending.append(inner)
+                    // Completed later, from the loop below, with value + 1.
+                    return inner.future
+                }
+            }
+            root.succeed(0)
+            var next = 0
+            var completed = 0
+            while let inner = pending.withLock({ $0.popLast() }) {
+                next += 1
+                inner.succeed(next)
+                completed += 1
+            }
+            #expect(completed == Self.pendingSteps)
+            outcome.withLock { $0 = try? future.peek()?.get() }
+        }
+        #expect(outcome.snapshot == Self.pendingSteps)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingTheEndOfAMillionStepChainReachesTheRoot(variant: FutureVariant) throws {
+        let cancelledAtRoot = LockedBox(false)
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let promise = Promise<Int>(variant: variant)
+            promise.onCancel { cancelledAtRoot.withLock { $0 = true } }
+            var future = promise.future
+            for _ in 0..<Self.steps { future = future.map { $0 + 1 } }
+            future.cancel()
+        }
+        #expect(cancelledAtRoot.snapshot)
+    }
+}
