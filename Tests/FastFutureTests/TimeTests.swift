@@ -1,0 +1,148 @@
+import Dispatch
+import FastFuture
+import Testing
+
+/// How many timeouts race their sources' completions in the stress test.
+private let timeoutRaceCount = 500
+
+@Suite(.timeLimit(.minutes(1)))
+struct TimeTests {
+    private struct Boom: Error, Equatable { var code: Int }
+
+    // MARK: Time runs out
+
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutFiresAndCancelsSource(variant: FutureVariant) async throws {
+        let source = Promise<Int>(variant: variant)
+        // The onCancel handler reports through a future, so the test can await it.
+        let cancelSeen = Promise<Void>()
+        source.onCancel { cancelSeen.succeed(()) }
+        let duration = Duration.milliseconds(50)
+        let start = ContinuousClock.now
+
+        let timed = source.future.timeout(after: duration)
+        #expect(timed.variant == variant)
+        #expect(!timed.isComplete)
+
+        await #expect(throws: FutureTimeoutError.self) { try await timed.value }
+        #expect(ContinuousClock.now - start >= duration)  // not early (a lower bound only)
+        try await cancelSeen.future.value
+        #expect(source.isCancelled)
+        #expect(source.future.isComplete)
+        #expect(throws: CancellationError.self) { try source.future.peek()?.get() }
+        // The timed-out result stays: the source's cancellation does not overwrite it.
+        #expect(throws: FutureTimeoutError.self) { try timed.peek()?.get() }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutFiresWithoutOtherReferences(variant: FutureVariant) async throws {
+        // Nobody but the timer holds the source or the timed future: it must still fire and
+        // run the callback registered on the timed future.
+        let fired = Promise<any Error>()
+        let cancelSeen = Promise<Void>()
+        do {
+            let source = Promise<Int>(variant: variant)
+            source.onCancel { cancelSeen.succeed(()) }
+            source.future.timeout(after: .milliseconds(10)).whenFailure { fired.succeed($0) }
+        }
+        #expect(try await fired.future.value is FutureTimeoutError)
+        try await cancelSeen.future.value
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func zeroOrNegativeDurationFailsAtOnce(variant: FutureVariant) throws {
+        for duration in [Duration.zero, .milliseconds(-5)] {
+            let source = Promise<Int>(variant: variant)
+            let timed = source.future.timeout(after: duration)
+            #expect(timed.variant == variant)
+            #expect(throws: FutureTimeoutError.self) { try timed.peek()?.get() }
+            #expect(source.isCancelled)
+        }
+        // ... unless the source has completed.
+        let done = Future.succeeded(3, variant: variant).timeout(after: .zero)
+        #expect(try done.peek()?.get() == 3)
+        #expect(done.variant == variant)
+    }
+
+    // MARK: The source completes first
+
+    @Test(arguments: FutureVariant.allCases)
+    func valuePassesThrough(variant: FutureVariant) async throws {
+        let source = Promise<Int>(variant: variant)
+        let timed = source.future.timeout(after: .seconds(60))
+        source.succeed(42)
+        // Inline callbacks: the timed future completed before `succeed` returned.
+        #expect(try timed.peek()?.get() == 42)
+        #expect(!source.isCancelled)
+
+        let later = Promise<Int>(variant: variant)
+        let timedLater = later.future.timeout(after: .seconds(60))
+        DispatchQueue.global().async { later.succeed(7) }
+        #expect(try await timedLater.value == 7)
+        #expect(!later.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func failurePassesThrough(variant: FutureVariant) async throws {
+        let source = Promise<Int>(variant: variant)
+        let timed = source.future.timeout(after: .seconds(60))
+        source.fail(Boom(code: 9))
+        #expect(throws: Boom(code: 9)) { try timed.peek()?.get() }
+        #expect(!source.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func completedSourcePassesThrough(variant: FutureVariant) throws {
+        let ok = Future.succeeded(5, variant: variant).timeout(after: .seconds(60))
+        #expect(try ok.peek()?.get() == 5)
+        let failed = Future<Int>.failed(Boom(code: 1), variant: variant).timeout(after: .seconds(60))
+        #expect(throws: Boom(code: 1)) { try failed.peek()?.get() }
+    }
+
+    // MARK: Cancellation
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingTimedFutureCancelsSource(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let handlerRan = Promise<Void>()
+        source.onCancel { handlerRan.succeed(()) }
+        let timed = source.future.timeout(after: .seconds(60))
+        timed.cancel()
+        // At top level, the forwarded cancellation has been delivered when cancel() returns.
+        #expect(throws: CancellationError.self) { try timed.peek()?.get() }
+        #expect(source.isCancelled)
+        #expect(handlerRan.future.isComplete)
+        source.succeed(1)  // ignored: the source was cancelled
+        #expect(throws: CancellationError.self) { try timed.peek()?.get() }
+    }
+
+    // MARK: Races
+
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutsRaceCompletions(variant: FutureVariant) async throws {
+        let sources = (0..<timeoutRaceCount).map { _ in Promise<Int>(variant: variant) }
+        let timed = sources.enumerated().map { i, source in
+            source.future.timeout(after: .microseconds(50 * (i % 40)))
+        }
+        DispatchQueue.global().async {
+            for (i, source) in sources.enumerated() { source.tryComplete(.success(i)) }
+        }
+        var timedOut = 0
+        for (i, future) in timed.enumerated() {
+            do {
+                #expect(try await future.value == i)
+                #expect(try sources[i].future.peek()?.get() == i)
+            } catch is FutureTimeoutError {
+                timedOut += 1
+                // Time ran out: the source gets cancelled, unless its value won the race to it.
+                do {
+                    #expect(try await sources[i].future.value == i)
+                } catch {
+                    #expect(error is CancellationError)
+                }
+            }
+        }
+        // Zero durations (every 40th) always time out: the sources were pending then.
+        #expect(timedOut >= (0..<timeoutRaceCount).count { $0 % 40 == 0 })
+    }
+}
