@@ -1,0 +1,277 @@
+// Shared plumbing for the scenarios: knobs, the implementations under test, threads with a chosen
+// stack size, and a pool of parked worker threads released by semaphores (no sleeps, no spinning).
+
+import Benchmark
+import Dispatch
+import FastFuture
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Knobs
+
+/// Sizes and durations, in one place. `FF_BENCH_QUICK=1` (set by `scripts/bench --quick`) shrinks the
+/// time spent per benchmark, never the sizes the scenarios are defined with, so a quick run
+/// exercises exactly the code a full run measures.
+enum Knobs {
+    static let quick: Bool = getenv("FF_BENCH_QUICK") != nil
+
+    /// Wall-clock budget per benchmark (ordo-one stops at whichever of duration/iterations comes first).
+    static var maxDuration: Duration { quick ? .milliseconds(150) : .seconds(1) }
+    static var maxIterations: Int { quick ? 60 : 10_000 }
+
+    /// S3 and `all`: how many futures per iteration.
+    static let manyFutures = 10_000
+    /// S4: callbacks each registering thread adds per iteration.
+    static let fanOutCallbacksPerThread = 2_000
+    /// S4 thread counts (registering threads; one more thread completes the future).
+    static let fanOutThreads = [1, 2, 4, 8, 16]
+    /// S5: futures raced for per iteration.
+    static let fillRaceFutures = 1_000
+    /// S5 thread counts (every thread calls `tryComplete` on every future).
+    static let fillRaceThreads = [2, 4, 8, 16]
+    /// S6: steps in the `map` / `flatMap` chains.
+    static let chainLength = 1_000_000
+    /// S6 for NIO: its chain length can be lowered with `FF_BENCH_NIO_CHAIN` if it cannot complete
+    /// the full length (swift-nio issue #970); the report says which length ran.
+    static let nioChainLength: Int = {
+        if let raw = getenv("FF_BENCH_NIO_CHAIN"), let value = Int(String(cString: raw)), value > 0 { return value }
+        return chainLength
+    }()
+    /// S7: round trips per iteration.
+    static let handoffRoundTrips = 1_000
+
+    /// Stack size of the threads FastFuture's S6 chains complete on: the API contract's 512 KiB.
+    static let fastFutureChainStack = 512 * 1024
+    /// Stack size of the threads NIO's S6 chains complete on: generous (1 GiB, of which only the
+    /// touched pages are used), as NIO may recurse. `FF_BENCH_NIO_STACK_KIB` overrides it.
+    static let nioChainStack: Int = {
+        if let raw = getenv("FF_BENCH_NIO_STACK_KIB"), let kib = Int(String(cString: raw)), kib > 0 { return kib * 1024 }
+        return 1 << 30
+    }()
+}
+
+// MARK: - Implementations under test
+
+/// What a scenario runs against.
+enum Impl: Sendable, Hashable {
+    case fastFuture(FutureVariant)
+    case nio
+
+    var label: String {
+        switch self {
+        case .fastFuture(.lockFree): "lockFree"
+        case .fastFuture(.locked): "locked"
+        case .nio: "nio"
+        }
+    }
+
+    static let all: [Impl] = [.fastFuture(.lockFree), .fastFuture(.locked), .nio]
+}
+
+// MARK: - Configurations
+
+extension Benchmark.Configuration {
+    /// A configuration with the suite's time budget.
+    /// - Parameters:
+    ///   - metrics: what to measure; `.throughput` is always added (ordo-one's JMH export needs it).
+    ///     Keep one metric set for the whole suite: ordo-one 1.38's JMH export carries a metric a
+    ///     benchmark lacks over from the benchmark before it.
+    ///   - scalingFactor: inner iterations per measured iteration (amortizes framework overhead).
+    ///   - exactAllocations: if true, `mallocCountTotal` gets a zero tolerance: `scripts/bench
+    ///     --check-allocations` compares it with the static threshold in `Thresholds/` exactly.
+    static func suite(
+        metrics: [BenchmarkMetric] = [.wallClock, .mallocCountTotal],
+        scalingFactor: BenchmarkScalingFactor = .one,
+        maxDuration: Duration = Knobs.maxDuration,
+        maxIterations: Int = Knobs.maxIterations,
+        exactAllocations: Bool = false
+    ) -> Self {
+        .init(
+            metrics: metrics + [.throughput],
+            warmupIterations: 1,
+            scalingFactor: scalingFactor,
+            maxDuration: maxDuration,
+            maxIterations: maxIterations,
+            thresholds: exactAllocations
+                ? [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0])]
+                : nil
+        )
+    }
+}
+
+// MARK: - Threads
+
+/// Carries a thread's body through `pthread_create`'s `void *` argument.
+private final class ThreadBody {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+/// Starts a thread with the given stack size (0: the system default).
+func startThread(stackSize: Int = 0, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    if stackSize > 0 {
+        precondition(pthread_attr_setstacksize(&attributes, stackSize) == 0, "bad stack size \(stackSize)")
+    }
+    let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    #if canImport(Glibc)
+    var thread = pthread_t()
+    #else
+    var thread: pthread_t?
+    #endif
+    let rc = pthread_create(&thread, &attributes, { argument in
+        Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
+        return nil
+    }, argument)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    #if canImport(Glibc)
+    return thread
+    #else
+    return thread!
+    #endif
+}
+
+/// Runs `body` on a new thread with the given stack size and waits for it.
+func runOnThread(stackSize: Int, _ body: @escaping @Sendable () -> Void) {
+    let thread = startThread(stackSize: stackSize, body)
+    pthread_join(thread, nil)
+}
+
+// MARK: - Worker pool
+
+/// `count` threads parked on semaphores; `run` hands each the same job (with its index) and waits
+/// until all have finished it. Thread start-up cost is paid once, in a benchmark's setup.
+final class WorkerPool: @unchecked Sendable {
+    // Safety of @unchecked Sendable: `job` and `stopping` are written only by the driving thread
+    // while every worker is parked on its `starts` semaphore, and read by a worker only after that
+    // semaphore's `signal`; a semaphore signal/wait pair orders the write before the read. The
+    // driver reads nothing a worker writes except through `finished` (the same ordering, reversed).
+    let count: Int
+    private var job: (@Sendable (Int) -> Void)?
+    private var stopping = false
+    private let starts: [DispatchSemaphore]
+    private let finished = DispatchSemaphore(value: 0)
+    private var threads: [pthread_t] = []
+
+    init(count: Int) {
+        self.count = count
+        self.starts = (0..<count).map { _ in DispatchSemaphore(value: 0) }
+        for index in 0..<count {
+            threads.append(startThread { [self] in self.workerLoop(index) })
+        }
+    }
+
+    private func workerLoop(_ index: Int) {
+        while true {
+            starts[index].wait()
+            if stopping {
+                finished.signal()
+                return
+            }
+            job!(index)
+            finished.signal()
+        }
+    }
+
+    /// Releases every worker into `job`; pair with `join()`.
+    func start(_ job: @escaping @Sendable (Int) -> Void) {
+        self.job = job
+        for start in starts { start.signal() }
+    }
+
+    /// Waits until every worker has finished the job given to `start`.
+    func join() {
+        for _ in 0..<count { finished.wait() }
+        job = nil
+    }
+
+    /// `start` + `join`.
+    func run(_ job: @escaping @Sendable (Int) -> Void) {
+        start(job)
+        join()
+    }
+
+    /// Stops and joins the threads.
+    func shutdown() {
+        stopping = true
+        for start in starts { start.signal() }
+        for _ in 0..<count { finished.wait() }
+        for thread in threads { pthread_join(thread, nil) }
+        threads = []
+    }
+}
+
+/// Per-benchmark state made in `setup` and torn down in `teardown`, read by the benchmark closure.
+final class Fixture: @unchecked Sendable {
+    // Safety of @unchecked Sendable: ordo-one runs setup, the iterations and teardown of one
+    // benchmark one after the other, never concurrently, so these fields are never raced.
+    var pool: WorkerPool?
+    var group: MultiThreadedEventLoopGroup?
+
+    var eventLoop: any EventLoop { group!.next() }
+
+    func setUp(threads: Int, nio: Bool) {
+        if threads > 0 { pool = WorkerPool(count: threads) }
+        if nio { group = MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+    }
+
+    func tearDown() {
+        pool?.shutdown()
+        pool = nil
+        try? group?.syncShutdownGracefully()
+        group = nil
+    }
+}
+
+/// One `Int` per cache line, for per-thread counters that must not share lines.
+final class PaddedCounters: @unchecked Sendable {
+    // Safety of @unchecked Sendable: slot `i` is written only by worker `i`; the driver reads the
+    // slots after `WorkerPool.join()`, which orders those writes before its reads.
+    private static let stride = 128 / MemoryLayout<Int>.stride
+    private let storage: UnsafeMutablePointer<Int>
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        storage = .allocate(capacity: count * Self.stride)
+        storage.initialize(repeating: 0, count: count * Self.stride)
+    }
+
+    deinit { storage.deallocate() }
+
+    subscript(index: Int) -> Int {
+        get { storage[index * Self.stride] }
+        set { storage[index * Self.stride] = newValue }
+    }
+
+    var sum: Int { (0..<count).reduce(0) { $0 + self[$1] } }
+}
+
+/// Fails the benchmark run loudly: a benchmark that computes the wrong thing measures nothing.
+func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { fatalError("benchmark self-check failed: \(message())") }
+}
+
+// MARK: - NIO helpers
+
+/// A flag set by a callback; for `isFulfilled`, which NIO does not make public.
+private final class Flag: @unchecked Sendable {
+    // Safety of @unchecked Sendable: set and read on the future's event loop only.
+    var isSet = false
+}
+
+/// Whether `future` is fulfilled. Call it on the future's event loop: there, callbacks on a
+/// fulfilled future run before `whenComplete` returns.
+func nioIsFulfilled<Value: Sendable>(_ future: EventLoopFuture<Value>) -> Bool {
+    let flag = Flag()
+    future.whenComplete { _ in flag.isSet = true }
+    return flag.isSet
+}

@@ -1,0 +1,41 @@
+// swift-tools-version: 6.1
+//
+// FastFuture benchmark suite: its own package, so the root package stays dependency-free.
+// Run it through `scripts/bench` at the repository root.
+
+import PackageDescription
+
+let package = Package(
+    name: "FastFutureBenchmarks",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    dependencies: [
+        // The library under test: the root package (which itself has no dependencies).
+        .package(name: "FastFuture", path: ".."),
+        // Percentiles, malloc counts, thresholds (the malloc interposer is a package trait).
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // The peer to beat: EventLoopFuture.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "FastFutureBenchmarks",
+            dependencies: [
+                .product(name: "FastFuture", package: "FastFuture"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Benchmarks/FastFutureBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The same inner loops as S1/S2/all in a bare process, for callgrind/perf
+        // (`scripts/bench-profile`).
+        .executableTarget(
+            name: "FastFutureProfile",
+            dependencies: [.product(name: "FastFuture", package: "FastFuture")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)
