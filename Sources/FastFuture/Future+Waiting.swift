@@ -86,10 +86,10 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
 internal final class _WakeUpNode: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     let semaphore = DispatchSemaphore(value: 0)
 
-    init() { super.init(isCancelHandler: false) }
+    init() { super.init(isCancelHandler: false, fire: _WakeUpNode.fireWakeUp) }
 
-    override func _fire(_ future: AnyObject) {
-        semaphore.signal()
+    static func fireWakeUp(_ node: _CallbackNode, _ future: AnyObject) {
+        unsafeDowncast(node, to: _WakeUpNode.self).semaphore.signal()
     }
 }
 
@@ -99,11 +99,12 @@ internal final class _AsyncWaiterNode<Value: Sendable>: _CallbackNode, @unchecke
 
     init(_ waiter: _AsyncWaiter<Value>) {
         self.waiter = waiter
-        super.init(isCancelHandler: false)
+        super.init(isCancelHandler: false, fire: _AsyncWaiterNode<Value>.fireResume)
     }
 
-    override func _fire(_ future: AnyObject) {
-        waiter.resume(with: unsafeDowncast(future, to: Future<Value>.self)._completedResult)
+    static func fireResume(_ node: _CallbackNode, _ future: AnyObject) {
+        unsafeDowncast(node, to: _AsyncWaiterNode<Value>.self).waiter
+            .resume(with: unsafeDowncast(future, to: Future<Value>.self)._completedResult)
     }
 }
 

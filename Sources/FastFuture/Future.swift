@@ -75,12 +75,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// The state word and the upstream word. Never read or written as a Swift property.
     @usableFromInline internal var _words: _FutureWords
 
+    /// `nil` for `.lockFree`; the mutex of a `.locked` future. Declared before `_result` so that
+    /// its offset is a constant even in unspecialized generic code (fields after a field of
+    /// generic size have offsets known only to the class metadata, which costs a lookup).
+    @usableFromInline internal let _mutex: UnsafeMutablePointer<pthread_mutex_t>?
+
     /// The result: written once by the claim's winner, read after COMPLETED was observed.
     /// Exclusivity checking is off because accesses are ordered by the state word instead.
     @usableFromInline @exclusivity(unchecked) internal var _result: Result<Value, any Error>?
-
-    /// `nil` for `.lockFree`; the mutex of a `.locked` future.
-    @usableFromInline internal let _mutex: UnsafeMutablePointer<pthread_mutex_t>?
 
     // MARK: Initializers
 

@@ -11,7 +11,7 @@ import Darwin
 /// What a combinator's inputs report to: `all`, `allSettled`, `first`, `race` (see
 /// `_Aggregator`).
 @usableFromInline
-internal protocol _InputSink: AnyObject {
+internal protocol _InputSink: AnyObject, Sendable {
     associatedtype Input: Sendable
     /// Input number `index` completed with `result`. Called exactly once per input.
     func _input(_ index: Int, _ result: Result<Input, any Error>)
@@ -27,12 +27,13 @@ internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sen
     init(sink: Sink, index: Int) {
         self.sink = sink
         self.index = index
-        super.init(isCancelHandler: false)
+        super.init(isCancelHandler: false, fire: _InputNode<Sink>._fireInput)
     }
 
     @inlinable
-    override func _fire(_ future: AnyObject) {
-        sink._input(index, unsafeDowncast(future, to: Future<Sink.Input>.self)._completedResult)
+    static func _fireInput(_ node: _CallbackNode, _ future: AnyObject) {
+        let node = unsafeDowncast(node, to: Self.self)
+        node.sink._input(node.index, unsafeDowncast(future, to: Future<Sink.Input>.self)._completedResult)
     }
 }
 

@@ -17,23 +17,30 @@
 ///   closures a node holds are `@Sendable`.
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
-    /// The next node (owned, +1), or `nil`.
-    @usableFromInline final var _next: UnsafeMutableRawPointer?
+    /// Runs a node's callback: `(node, future)`, where `future` is the complete `Future<V>` the
+    /// node was registered on.
+    ///
+    /// A stored function rather than an overridden method: the vtable of a generic class points
+    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
+    /// every call - more than the whole rest of a completion costs. The function stored here is
+    /// referenced where the node is created, in code the optimizer specializes (`whenComplete`
+    /// and friends are `@inlinable`), so it is the specialized one.
+    @usableFromInline
+    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: AnyObject) -> Void
+
+    /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
+    @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
     /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
     /// dropped unrun when the future completes any other way.
     @usableFromInline final let _isCancelHandler: Bool
+    /// What running this node does.
+    @usableFromInline final let _fire: Fire
 
     @inlinable
-    init(isCancelHandler: Bool) {
+    init(isCancelHandler: Bool, fire: @escaping Fire) {
         self._next = nil
         self._isCancelHandler = isCancelHandler
-    }
-
-    /// Runs the callback. `future` is the complete `Future<V>` this node was registered on,
-    /// where `V` is the value type the subclass was made for.
-    @usableFromInline
-    func _fire(_ future: AnyObject) {
-        fatalError("FastFuture internal error: _CallbackNode._fire is abstract")
+        self._fire = fire
     }
 
     // MARK: Lists
@@ -65,7 +72,7 @@ internal class _CallbackNode: @unchecked Sendable {
             current = node._next
             node._next = nil
             if !node._isCancelHandler || cancelled {
-                node._fire(future)
+                node._fire(node, future)
             }
         }
     }
@@ -101,12 +108,16 @@ internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _C
     init(_ handler: Handler, executor: Executor) {
         self.handler = handler
         self.executor = executor
-        super.init(isCancelHandler: false)
+        super.init(isCancelHandler: false, fire: _HandlerNode<Value, Executor>._fireHandler)
     }
 
     @inlinable
-    override func _fire(_ future: AnyObject) {
-        let result = unsafeDowncast(future, to: Future<Value>.self)._completedResult
+    static func _fireHandler(_ node: _CallbackNode, _ future: AnyObject) {
+        unsafeDowncast(node, to: Self.self)._run(unsafeDowncast(future, to: Future<Value>.self)._completedResult)
+    }
+
+    @inlinable
+    func _run(_ result: Result<Value, any Error>) {
         if Executor.self == InlineExecutor.self {
             // Inline: call straight through; no escaping closure, so no allocation.
             Self._invoke(handler, with: result)
@@ -139,11 +150,11 @@ internal final class _CancelHandlerNode: _CallbackNode, @unchecked Sendable {  /
     @inlinable
     init(_ handler: @escaping @Sendable () -> Void) {
         self.handler = handler
-        super.init(isCancelHandler: true)
+        super.init(isCancelHandler: true, fire: _CancelHandlerNode._fireHandler)
     }
 
     @inlinable
-    override func _fire(_ future: AnyObject) {
-        handler()
+    static func _fireHandler(_ node: _CallbackNode, _ future: AnyObject) {
+        unsafeDowncast(node, to: _CancelHandlerNode.self).handler()
     }
 }

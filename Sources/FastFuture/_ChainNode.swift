@@ -16,27 +16,21 @@
 @usableFromInline
 internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     @usableFromInline final let derived: Future<Output>
-    @usableFromInline final var _awaitingInner = false
+    @usableFromInline @exclusivity(unchecked) final var _awaitingInner = false
 
     @inlinable
-    init(derived: Future<Output>) {
+    init(derived: Future<Output>, fire: @escaping Fire) {
         self.derived = derived
-        super.init(isCancelHandler: false)
+        super.init(isCancelHandler: false, fire: fire)
     }
 
+    /// The second half of a `flatMap`: forwards the inner future's result, if this node is
+    /// waiting for one. Returns `false` if it is not (the node fires for its source).
     @inlinable
-    final override func _fire(_ future: AnyObject) {
-        if _awaitingInner {
-            derived._complete(unsafeDowncast(future, to: Future<Output>.self)._completedResult)
-        } else {
-            _fireSource(future)
-        }
-    }
-
-    /// Handles the source's result. `future` is the complete source.
-    @usableFromInline
-    func _fireSource(_ future: AnyObject) {
-        fatalError("FastFuture internal error: _ChainNode._fireSource is abstract")
+    final func _forwardInner(_ future: AnyObject) -> Bool {
+        guard _awaitingInner else { return false }
+        derived._complete(unsafeDowncast(future, to: Future<Output>.self)._completedResult)
+        return true
     }
 
     /// Completes the derived future with what `body` produced: a result, or an inner future to
@@ -96,12 +90,20 @@ internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor:
     init(derived: Future<Output>, body: Body, executor: Executor) {
         self.body = body
         self.executor = executor
-        super.init(derived: derived)
+        super.init(derived: derived, fire: _ValueStepNode<Input, Output, Executor>._fireStep)
     }
 
     @inlinable
-    override func _fireSource(_ future: AnyObject) {
-        switch unsafeDowncast(future, to: Future<Input>.self)._completedResult {
+    static func _fireStep(_ node: _CallbackNode, _ future: AnyObject) {
+        let node = unsafeDowncast(node, to: Self.self)
+        if !node._forwardInner(future) {
+            node._fireSource(unsafeDowncast(future, to: Future<Input>.self)._completedResult)
+        }
+    }
+
+    @inlinable
+    func _fireSource(_ result: Result<Input, any Error>) {
+        switch result {
         case .failure(let error):
             // A failure skips the body and flows on (Twisted's errback chain).
             derived._complete(.failure(error))
@@ -147,12 +149,19 @@ internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: 
     init(derived: Future<Value>, body: Body, executor: Executor) {
         self.body = body
         self.executor = executor
-        super.init(derived: derived)
+        super.init(derived: derived, fire: _ErrorStepNode<Value, Executor>._fireStep)
     }
 
     @inlinable
-    override func _fireSource(_ future: AnyObject) {
-        let result = unsafeDowncast(future, to: Future<Value>.self)._completedResult
+    static func _fireStep(_ node: _CallbackNode, _ future: AnyObject) {
+        let node = unsafeDowncast(node, to: Self.self)
+        if !node._forwardInner(future) {
+            node._fireSource(unsafeDowncast(future, to: Future<Value>.self)._completedResult)
+        }
+    }
+
+    @inlinable
+    func _fireSource(_ result: Result<Value, any Error>) {
         if case .success = result, !_isAlways {
             // A success skips error handlers and flows on.
             derived._complete(result)

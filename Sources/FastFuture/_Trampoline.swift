@@ -29,16 +29,17 @@ internal enum _TrampolineWork {
 /// therefore completes in constant stack depth.
 ///
 /// A trampoline belongs to one thread: it is reached only through thread-local storage and
-/// never shared, so it needs no synchronization (it is deliberately not `Sendable`).
+/// never shared, so it needs no synchronization (it is deliberately not `Sendable`), and its
+/// stored properties skip dynamic exclusivity checks.
 @usableFromInline
 internal final class _Trampoline {
-    @usableFromInline var isDraining = false
+    @usableFromInline @exclusivity(unchecked) var isDraining = false
 
     /// A ring buffer of queued work: `count` items from `head`, capacity a power of two.
-    @usableFromInline var buffer: UnsafeMutablePointer<_TrampolineWork>
-    @usableFromInline var capacity: Int
-    @usableFromInline var head = 0
-    @usableFromInline var count = 0
+    @usableFromInline @exclusivity(unchecked) var buffer: UnsafeMutablePointer<_TrampolineWork>
+    @usableFromInline @exclusivity(unchecked) var capacity: Int
+    @usableFromInline @exclusivity(unchecked) var head = 0
+    @usableFromInline @exclusivity(unchecked) var count = 0
 
     @usableFromInline
     init() {
