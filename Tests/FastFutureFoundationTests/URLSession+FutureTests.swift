@@ -32,9 +32,13 @@ enum TestScale {
 /// reproducible with plain `URLSessionDataTask.cancel()` and no FastFuture code at all (see
 /// docs/foundation-readme-section.md); a cache-less session does not hit it. The tests cancel
 /// tasks on purpose, so they use the configuration the documentation recommends for that.
+///
+/// With a request timeout far beyond any test: a connection must never be closed by a timer the
+/// test did not ask for (every wait in the tests is bounded by `settle` instead).
 func makeSession(maxConnectionsPerHost: Int? = nil) -> URLSession {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.urlCache = nil
+    configuration.timeoutIntervalForRequest = 3_600
     if let maxConnectionsPerHost {
         configuration.httpMaximumConnectionsPerHost = maxConnectionsPerHost
     }
@@ -50,6 +54,18 @@ func settle<T: Sendable>(_ future: Future<T>, within limit: Duration = .seconds(
         return .failure(error)
     }
 }
+
+/// A request for `/slow` whose own timeout (`timeoutInterval`, 60 s by default) cannot be what
+/// closes the connection during a test: only a cancelled task can, within `closeLimit`.
+func slowRequest(_ server: TestHTTPServer) -> URLRequest {
+    var request = URLRequest(url: server.url("/slow"))
+    request.timeoutInterval = 3_600
+    return request
+}
+
+/// How long a cancelled task may take to close its connection. Generous for loaded CI machines
+/// and ThreadSanitizer, yet far below `slowRequest`'s own timeout.
+let closeLimit: Duration = .seconds(20)
 
 extension Result {
     var failure: Failure? {
@@ -171,7 +187,7 @@ struct URLSessionFutureTests {
         try await withTestHTTPServer { server in
             let session = makeSession()
             defer { session.finishTasksAndInvalidate() }
-            let future = session.future(from: server.url("/slow"))
+            let future = session.future(for: slowRequest(server))
             let failures = Counter()
             future.whenFailure { error in
                 if error is CancellationError { failures.increment() }
@@ -188,7 +204,7 @@ struct URLSessionFutureTests {
             #expect(failures.value == 1)
 
             // The URLSessionTask was cancelled for real: the client closed the connection.
-            try await settle(server.slowConnectionClosed).get()
+            try await settle(server.slowConnectionClosed, within: closeLimit).get()
             #expect(failures.value == 1)
         }
     }
@@ -198,14 +214,14 @@ struct URLSessionFutureTests {
         try await withTestHTTPServer { server in
             let session = makeSession()
             defer { session.finishTasksAndInvalidate() }
-            let source = session.future(from: server.url("/slow"))
+            let source = session.future(for: slowRequest(server))
             try await settle(server.slowRequestArrived).get()
             // The timeout starts only now that the request is in flight, whatever the timing.
             let timed = source.timeout(after: .milliseconds(50))
             let result = await settle(timed)
             #expect(result.failure is FutureTimeoutError, "got \(result)")
             #expect(source.peek()?.failure is CancellationError)
-            try await settle(server.slowConnectionClosed).get()
+            try await settle(server.slowConnectionClosed, within: closeLimit).get()
         }
     }
 
