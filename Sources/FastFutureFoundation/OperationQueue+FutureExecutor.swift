@@ -30,8 +30,9 @@ extension OperationQueue: FutureExecutor {
     ///   (on the main thread for `OperationQueue.main`).
     /// - Note: Cancellation. An executor only runs closures; it does not know about futures.
     ///   With `Future.run(on: queue) { ... }`, `cancel()` completes the future at once with
-    ///   `CancellationError`; an operation that has already started is *not* interrupted (an
-    ///   `OperationQueue` never interrupts running operations), it runs to the end and its
+    ///   `CancellationError`. If the operation has not started yet, it finds the future complete
+    ///   and skips the body. An operation that has already started is *not* interrupted (an
+    ///   `OperationQueue` never interrupts running operations): it runs to the end and its
     ///   result is discarded. Work that should notice cancellation must look for it itself:
     ///   use ``Foundation/OperationQueue/future(variant:_:)``, whose body gets an `isCancelled`
     ///   check, or build the data source from a promise and check `promise.isCancelled` /

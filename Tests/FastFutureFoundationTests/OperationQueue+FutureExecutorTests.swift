@@ -50,6 +50,24 @@ struct OperationQueueFutureExecutorTests {
         #expect(throws: Boom.self) { try future.wait(timeout: .seconds(30)) }
     }
 
+    @Test("Future.run(on: queue) cancelled while queued skips the body", arguments: FutureVariant.allCases)
+    func runCancelledWhileQueued(variant: FutureVariant) throws {
+        let queue = makeQueue("run-cancel")
+        queue.maxConcurrentOperationCount = 1
+        let release = DispatchSemaphore(value: 0)
+        queue.addOperation { _ = release.wait(timeout: .now() + Self.patience) }
+        let bodyRuns = Counter()
+        let future = Future<Int>.run(on: queue, variant: variant) {
+            bodyRuns.increment()
+            return 1
+        }
+        future.cancel()
+        release.signal()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(future.peek()?.failure is CancellationError)
+        #expect(bodyRuns.value == 0)
+    }
+
     @Test("callbacks run on the queue given to whenComplete(on:)")
     func callbacksOnQueue() throws {
         let queue = makeQueue("callbacks")
