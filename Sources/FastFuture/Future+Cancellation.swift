@@ -21,9 +21,26 @@ extension Future {
     ///
     /// - Note: Called at top level (not inside a callback), the future is complete, its
     ///   `onCancel` handlers have run and the forwarded cancellations have been delivered by the
-    ///   time `cancel()` returns. Inside a callback, that work is queued and runs right after the
-    ///   callback returns.
+    ///   time `cancel()` returns - also when another thread is completing or cancelling the
+    ///   future at the same moment: then this call waits until that thread has published the
+    ///   result and run the callbacks and handlers registered so far. Inside a callback, that
+    ///   work is queued and runs right after the callback returns.
     public func cancel() {
-        _complete(.failure(CancellationError()), byCancel: true)
+        if case .won = _complete(.failure(CancellationError()), byCancel: true) { return }
+        _awaitRacingCompleter()
+    }
+
+    /// After losing a claim at top level: parks until the winner has published and run the
+    /// callbacks (and `onCancel` handlers) registered so far. The wake-up node is registered
+    /// after them, so it runs after them (registration order); if the winner is already done,
+    /// it runs at once. Never waits inside a callback (it could be the winner's own).
+    @usableFromInline @inline(never)
+    internal func _awaitRacingCompleter() {
+        guard _loadState() & (_State.completed | _State.running) != _State.completed,
+            !_Trampoline.current.isDraining
+        else { return }
+        let node = _WakeUpNode()
+        _register(node)
+        node.semaphore.wait()
     }
 }

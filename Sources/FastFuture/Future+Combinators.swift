@@ -8,6 +8,7 @@ extension Future {
     /// - Parameter futures: The inputs.
     /// - Returns: A future that succeeds when every input has, fails with the first failure (by
     ///   time) leaving the other inputs alone, and succeeds with `[]` for no inputs.
+    @inlinable
     public static func all(_ futures: some Collection<Future<Value>>) -> Future<[Value]> {
         let inputs = ContiguousArray(futures)
         if inputs.isEmpty { return .succeeded([]) }
@@ -23,6 +24,7 @@ extension Future {
     ///
     /// - Parameter futures: The inputs.
     /// - Returns: A future that succeeds once every input has completed (`[]` for no inputs).
+    @inlinable
     public static func allSettled(_ futures: some Collection<Future<Value>>) -> Future<[Result<Value, any Error>]> {
         let inputs = ContiguousArray(futures)
         if inputs.isEmpty { return .succeeded([]) }
@@ -37,6 +39,7 @@ extension Future {
     /// - Returns: A future of the first success (by time); once one succeeds, the other inputs
     ///   are cancelled. If every input fails it fails with ``AllFailedError`` holding the errors in
     ///   input order; for no inputs, with `AllFailedError(errors: [])`.
+    @inlinable
     public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         let inputs = ContiguousArray(futures)
         if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
@@ -48,6 +51,7 @@ extension Future {
     /// - Parameter futures: The inputs.
     /// - Returns: A future that completes like the first input to complete; the other inputs are
     ///   then cancelled. For no inputs it fails with `AllFailedError(errors: [])`.
+    @inlinable
     public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         let inputs = ContiguousArray(futures)
         if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
@@ -62,6 +66,7 @@ extension Future {
     ///   - combine: Folds one input's value in. Applied in input order once every input has
     ///     succeeded; a thrown error fails the returned future.
     /// - Returns: A future that fails with the first input failure (by time).
+    @inlinable
     public static func reduce<Element: Sendable>(
         _ initial: Value,
         _ futures: some Collection<Future<Element>>,
@@ -76,6 +81,7 @@ extension Future {
     /// - Returns: A future of `(self's value, other's value)` with this future's variant; it fails
     ///   with the first failure (by time), leaving the other input alone. Cancelling it cancels
     ///   both inputs.
+    @inlinable
     public func and<U: Sendable>(_ other: Future<U>) -> Future<(Value, U)> {
         // Type-erase both sides into one `all` of two: O(1), and it reuses all's machinery.
         let left = self.map { _Either<Value, U>.left($0) }

@@ -68,15 +68,16 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     }
 
     // ORDER MATTERS: `_remaining` must be the first stored property (see `Future._words`).
-    private var _remaining: ff_atomic_word
-    private let slots: UnsafeMutablePointer<Result<Input, any Error>?>
-    private let inputs: ContiguousArray<Future<Input>>
-    private let mode: Mode
+    @usableFromInline var _remaining: ff_atomic_word
+    @usableFromInline let slots: UnsafeMutablePointer<Result<Input, any Error>?>
+    @usableFromInline let inputs: ContiguousArray<Future<Input>>
+    @usableFromInline let mode: Mode
     /// Builds the output from the slots, all of which are filled (`all`, `allSettled`).
-    private let finish: @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
+    @usableFromInline let finish: @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
     @usableFromInline let derived: Future<Output>
 
-    private init(
+    @inlinable
+    init(
         inputs: ContiguousArray<Future<Input>>,
         mode: Mode,
         finish: @escaping @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
@@ -96,7 +97,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     }
 
     /// Starts a combinator over `inputs` (not empty) and returns its future.
-    @usableFromInline
+    @inlinable
     static func start(
         _ inputs: ContiguousArray<Future<Input>>,
         mode: Mode,
@@ -112,13 +113,15 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         return derived
     }
 
-    private var remaining: UnsafeMutablePointer<ff_atomic_word> {
+    @inlinable
+    var remaining: UnsafeMutablePointer<ff_atomic_word> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
     }
 
     /// Counts one more input down; returns `true` for the last one.
-    private func countDown() -> Bool {
-        if let mutex = derived._mutex {
+    @inlinable
+    func countDown() -> Bool {
+        if let mutex = derived._core.mutex {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             let left = ff_atomic_word_load_relaxed(remaining) - 1
@@ -130,7 +133,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         return ff_atomic_word_fetch_sub_acq_rel(remaining, 1) == 1
     }
 
-    @usableFromInline
+    @inlinable
     func _input(_ index: Int, _ result: Result<Input, any Error>) {
         switch (mode, result) {
         case (.all, .failure):
@@ -152,7 +155,8 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         }
     }
 
-    private func cancelInputs(except winner: Int) {
+    @inlinable
+    func cancelInputs(except winner: Int) {
         for (index, input) in inputs.enumerated() where index != winner {
             input.cancel()
         }

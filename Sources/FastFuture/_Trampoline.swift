@@ -9,9 +9,12 @@ import Darwin
 /// One unit of work a thread's trampoline runs.
 @usableFromInline
 internal enum _TrampolineWork {
-    /// Run an owned, FIFO-ordered list of callback nodes (see `_CallbackNode`) of `future`,
-    /// which is complete.
-    case callbacks(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
+    /// The completer's work: run the callbacks it took from `future` at completion (an owned
+    /// FIFO list of `_CallbackNode`s, or `nil`), then those pushed while it ran them, until the
+    /// future leaves its RUNNING phase (see `_FutureCore.finishRunning`).
+    case batch(UnsafeMutableRawPointer?, future: AnyObject, cancelled: Bool)
+    /// A registration on a future that is complete and done running callbacks: run it.
+    case late(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
     /// Deliver a cancellation request to a future or a combinator (see `_Cancellable`).
     case cancel(any _Cancellable)
 }
@@ -139,8 +142,15 @@ internal final class _Trampoline {
     @usableFromInline
     static func perform(_ work: _TrampolineWork) {
         switch work {
-        case .callbacks(let list, let future, let cancelled):
-            _CallbackNode._runList(list, future: future, cancelled: cancelled)
+        case .batch(var list, let future, let cancelled):
+            let core = _FutureCore(future)
+            while true {
+                if let nodes = list { _CallbackNode._runList(nodes, future: future, cancelled: cancelled) }
+                guard let more = core.finishRunning() else { break }
+                list = _CallbackNode._reversed(more)
+            }
+        case .late(let node, let future, let cancelled):
+            _CallbackNode._runList(node, future: future, cancelled: cancelled)
         case .cancel(let target):
             target._cancelFromDownstream()
         }

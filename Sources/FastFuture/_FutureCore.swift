@@ -1,0 +1,359 @@
+import AtomicsShim
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - The words
+
+/// The synchronized words at the start of every future (its first stored property).
+///
+/// - `state`: the fill-once cell and the callback stack (see `_State`).
+/// - `upstream`: what `cancel()` forwards to, for a future derived from another (`map`,
+///   `flatMap`, combinators): `_Upstream.none` (0) for a future that has none, a +1 retained
+///   object, or `_Upstream.closed` once the future completed and its completer took the object.
+///   Only non-zero words ever change, so a completer that reads 0 skips the word entirely.
+/// - `mutex`: `nil` for `.lockFree`; for `.locked`, the mutex every transition is made under.
+///   Immutable after `init`.
+@usableFromInline
+internal struct _FutureWords {
+    @usableFromInline var state: ff_atomic_word
+    @usableFromInline var upstream: ff_atomic_word
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>?
+
+    @inlinable
+    init(state: UInt, upstream: UInt, variant: FutureVariant) {
+        self.state = ff_atomic_word_make(state)
+        self.upstream = ff_atomic_word_make(upstream)
+        switch variant {
+        case .lockFree: self.mutex = nil
+        case .locked: self.mutex = _makeMutex()
+        }
+    }
+}
+
+/// The encoding of the state word.
+///
+///     bits 63...4  head of the callback stack (a `_CallbackNode`; objects are 16-byte aligned), or 0
+///     bit 0  CLAIMED    a completer has won; it is writing the result
+///     bit 1  CANCELLED  the winner was cancel()
+///     bit 2  COMPLETED  the result is published
+///     bit 3  RUNNING    the completer is still running callbacks: registrations keep pushing
+///
+///       ┌── push ──┐                    ┌── push ──┐                         ┌── push ──┐
+///       ▼          │                    ▼          │                         ▼          │
+///     PENDING(head) ──── claim ────▶ CLAIMED(head) ──── publish ────▶ RUNNING(head') ───┘
+///                                                   (takes the stack)         │  ▲
+///                                                                 take more   │  │ run them
+///                                                                             ▼  │
+///                                                                  close (stack empty)
+///                                                                             ▼
+///                                                                   COMPLETED (final)
+///
+/// RUNNING keeps callbacks registered from one thread in registration order: a registration
+/// that comes while the completer is still running earlier ones is pushed and run by the
+/// completer after them, instead of overtaking them on its own thread. Only a registration that
+/// finds COMPLETED without RUNNING runs its callback itself.
+@usableFromInline
+internal enum _State {
+    @usableFromInline static let claimed: UInt = 0b0001
+    @usableFromInline static let cancelled: UInt = 0b0010
+    @usableFromInline static let completed: UInt = 0b0100
+    @usableFromInline static let running: UInt = 0b1000
+    @usableFromInline static let flagMask: UInt = 0b1111
+    @usableFromInline static let pointerMask: UInt = ~flagMask
+}
+
+/// The encoding of the upstream word (see `_FutureWords`).
+@usableFromInline
+internal enum _Upstream {
+    @usableFromInline static let none: UInt = 0
+    @usableFromInline static let closed: UInt = 1
+}
+
+/// How a claim ended.
+@usableFromInline
+internal enum _ClaimOutcome {
+    /// This call won: it is the future's only completer.
+    case won
+    /// `cancel()` had already won.
+    case lostToCancel
+    /// A completion other than `cancel()` had already won.
+    case lostToCompletion
+}
+
+// MARK: - The state machine
+
+/// The state machine of a future, on its words: non-generic, so that it costs the same in
+/// specialized and unspecialized code, and so that the trampoline can finish a batch of callbacks
+/// knowing only the future's address.
+///
+/// Every transition has a lock-free implementation (C11 atomics, orderings argued at each call)
+/// and a `.locked` one: the same transition inside one critical section of the future's mutex,
+/// with relaxed accesses (the mutex orders them).
+@usableFromInline
+internal struct _FutureCore {
+    @usableFromInline let words: UnsafeMutablePointer<_FutureWords>
+
+    /// The core of `future`, a `Future<V>`, whose first stored property is `_FutureWords` (the
+    /// technique swift-atomics' `ManagedAtomic` uses: a class instance never moves, so its stored
+    /// properties have a stable address).
+    @inlinable
+    init(_ future: AnyObject) {
+        words = _getUnsafePointerToStoredProperties(future).assumingMemoryBound(to: _FutureWords.self)
+    }
+
+    @inlinable
+    var state: UnsafeMutablePointer<ff_atomic_word> {
+        UnsafeMutableRawPointer(words).assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
+    @inlinable
+    var upstream: UnsafeMutablePointer<ff_atomic_word> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.upstream).unsafelyUnwrapped)
+            .assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
+    @inlinable
+    var mutex: UnsafeMutablePointer<pthread_mutex_t>? {
+        words.pointee.mutex  // immutable after init: a plain read
+    }
+
+    // MARK: Load
+
+    /// Loads the state word.
+    @inlinable
+    func loadState() -> UInt {
+        if let mutex { return loadStateLocked(mutex) }
+        // acquire: pairs with the release-exchange in `publish`, so that a caller that sees
+        // COMPLETED may read the result.
+        return ff_atomic_word_load_acquire(state)
+    }
+
+    @usableFromInline @inline(never)
+    func loadStateLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) -> UInt {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return ff_atomic_word_load_relaxed(state)
+    }
+
+    // MARK: Claim
+
+    /// Tries to become the future's one completer.
+    @inlinable
+    func claim(byCancel: Bool) -> _ClaimOutcome {
+        let flags = byCancel ? _State.claimed | _State.cancelled : _State.claimed
+        if let mutex { return claimLocked(mutex, flags: flags) }
+        // relaxed (load and CAS): the claim only elects the winner; nothing is published by it
+        // or read after it. The winner's result is published by `publish`'s release, and a loser
+        // reads nothing but the flag bits of the word itself.
+        var current = ff_atomic_word_load_relaxed(state)
+        while true {
+            if current & _State.claimed != 0 { return Self.lostOutcome(current) }
+            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | flags) {
+                return .won
+            }
+        }
+    }
+
+    @usableFromInline @inline(never)
+    func claimLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, flags: UInt) -> _ClaimOutcome {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let current = ff_atomic_word_load_relaxed(state)
+        if current & _State.claimed != 0 { return Self.lostOutcome(current) }
+        ff_atomic_word_store_relaxed(state, current | flags)
+        return .won
+    }
+
+    @inlinable
+    static func lostOutcome(_ state: UInt) -> _ClaimOutcome {
+        state & _State.cancelled != 0 ? .lostToCancel : .lostToCompletion
+    }
+
+    // MARK: Publish
+
+    /// Publishes the result written by the claim's winner: sets COMPLETED and RUNNING, and takes
+    /// the callback stack (LIFO, owned) and the upstream object (+1, or `_Upstream.none`). Only
+    /// the winner calls this; it must then run the stack and call `finishRunning()` until that
+    /// returns `nil`.
+    @inlinable
+    func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt) {
+        let final = _State.completed | _State.running | _State.claimed | (byCancel ? _State.cancelled : 0)
+        if let mutex { return publishLocked(mutex, final: final) }
+        // acq_rel: release publishes the result to every acquire that will see COMPLETED
+        // (`loadState`, `push`); acquire receives the nodes that pushes released onto the stack.
+        let old = ff_atomic_word_exchange_acq_rel(state, final)
+        var taken = _Upstream.none
+        // relaxed: a word that reads 0 was 0 since init and never changes (see `_FutureWords`).
+        if ff_atomic_word_load_relaxed(upstream) != _Upstream.none {
+            // acquire: pairs with the release in `replaceUpstream`, which published the object.
+            taken = ff_atomic_word_exchange_acquire(upstream, _Upstream.closed)
+        }
+        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), taken)
+    }
+
+    @usableFromInline @inline(never)
+    func publishLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, final: UInt) -> (
+        stack: UnsafeMutableRawPointer?, upstream: UInt
+    ) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let old = ff_atomic_word_load_relaxed(state)
+        ff_atomic_word_store_relaxed(state, final)
+        let taken = ff_atomic_word_load_relaxed(upstream)
+        if taken != _Upstream.none { ff_atomic_word_store_relaxed(upstream, _Upstream.closed) }
+        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), taken)
+    }
+
+    // MARK: Finish running
+
+    /// Called by the completer after it ran every callback it took: closes the stack (clears
+    /// RUNNING) if nothing was pushed meanwhile, or takes what was (LIFO, owned) to run next.
+    @inlinable
+    func finishRunning() -> UnsafeMutableRawPointer? {
+        if let mutex { return finishRunningLocked(mutex) }
+        var current = ff_atomic_word_load_relaxed(state)
+        while true {
+            let flags = current & _State.flagMask
+            // Empty: clear RUNNING. Not empty: take the nodes, stay RUNNING.
+            let desired = current & _State.pointerMask == 0 ? flags & ~_State.running : flags
+            // acq_rel: release orders the callbacks that ran before the close before any callback
+            // that a later registration runs itself (it acquires COMPLETED without RUNNING);
+            // acquire receives the nodes pushed meanwhile.
+            if ff_atomic_word_cmpxchg_weak_acq_rel_acquire(state, &current, desired) {
+                return UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
+            }
+        }
+    }
+
+    @usableFromInline @inline(never)
+    func finishRunningLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) -> UnsafeMutableRawPointer? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let current = ff_atomic_word_load_relaxed(state)
+        let flags = current & _State.flagMask
+        let taken = current & _State.pointerMask
+        ff_atomic_word_store_relaxed(state, taken == 0 ? flags & ~_State.running : flags)
+        return UnsafeMutableRawPointer(bitPattern: taken)
+    }
+
+    // MARK: Push
+
+    /// Whether a registration can no longer be pushed, given the state: COMPLETED and no longer
+    /// RUNNING (it runs at once), or - a cancel handler - the future is won by a completion other
+    /// than cancel (it can never run).
+    @inlinable
+    static func refusesPush(_ state: UInt, isCancelHandler: Bool) -> Bool {
+        state & (_State.completed | _State.running) == _State.completed
+            || (isCancelHandler && state & (_State.claimed | _State.cancelled) == _State.claimed)
+    }
+
+    /// Pushes an owned node onto the callback stack (a Treiber push).
+    ///
+    /// - Returns: `nil` if the node was pushed (the stack owns it now); otherwise the state word
+    ///   that refused it (see `refusesPush`). The caller keeps the node then.
+    @inlinable
+    func push(_ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
+        if let mutex { return pushLocked(mutex, raw, isCancelHandler: isCancelHandler) }
+        let node = Unmanaged<_CallbackNode>.fromOpaque(raw)
+        // acquire (load and CAS failure): if COMPLETED is seen, the caller reads the result;
+        // pairs with `publish`'s (and `finishRunning`'s) release.
+        var current = ff_atomic_word_load_acquire(state)
+        while true {
+            if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
+            node._withUnsafeGuaranteedRef { $0._next = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) }
+            // release (CAS success): publishes the node's fields, including `_next`, to the
+            // acquire that will take the stack (`publish`, `finishRunning`).
+            if ff_atomic_word_cmpxchg_weak_release_acquire(state, &current, UInt(bitPattern: raw) | (current & _State.flagMask)) {
+                return nil
+            }
+        }
+    }
+
+    @usableFromInline @inline(never)
+    func pushLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, _ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let current = ff_atomic_word_load_relaxed(state)
+        if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
+        Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef {
+            $0._next = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
+        }
+        ff_atomic_word_store_relaxed(state, UInt(bitPattern: raw) | (current & _State.flagMask))
+        return nil
+    }
+
+    // MARK: Upstream
+
+    /// Points the upstream word at `newUpstream` (flatMap: from the source to the inner future).
+    ///
+    /// - Returns: `false` if the future has already completed (the word is closed); then nothing
+    ///   was stored.
+    @usableFromInline
+    func replaceUpstream(with newUpstream: AnyObject) -> Bool {
+        let raw = UInt(bitPattern: Unmanaged.passRetained(newUpstream).toOpaque())
+        var old: UInt
+        if let mutex {
+            pthread_mutex_lock(mutex)
+            old = ff_atomic_word_load_relaxed(upstream)
+            if old != _Upstream.closed { ff_atomic_word_store_relaxed(upstream, raw) }
+            pthread_mutex_unlock(mutex)
+        } else {
+            old = ff_atomic_word_load_relaxed(upstream)
+            while old != _Upstream.closed {
+                // acq_rel: release publishes `newUpstream` to the completer's acquire-exchange;
+                // acquire takes ownership of the old object, released below.
+                if ff_atomic_word_cmpxchg_weak_acq_rel_acquire(upstream, &old, raw) { break }
+            }
+        }
+        if old == _Upstream.closed {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+            return false
+        }
+        if old != _Upstream.none {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old).unsafelyUnwrapped).release()
+        }
+        return true
+    }
+
+    // MARK: Teardown
+
+    /// Frees what a future holds at its end (its last reference is gone, so no other thread can
+    /// touch the words: relaxed loads suffice, ordered by the reference count's release/acquire).
+    @usableFromInline
+    func deinitialize() {
+        let current = ff_atomic_word_load_relaxed(state)
+        if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {
+            // Never completed (its promise was dropped): free the callbacks, running none.
+            _CallbackNode._releaseList(head)
+        }
+        let object = ff_atomic_word_load_relaxed(upstream)
+        if object != _Upstream.none, object != _Upstream.closed {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: object).unsafelyUnwrapped).release()
+        }
+        if let mutex { _destroyMutex(mutex) }
+    }
+}
+
+// MARK: - Mutex (the `.locked` variant)
+
+@usableFromInline
+internal func _makeMutex() -> UnsafeMutablePointer<pthread_mutex_t> {
+    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    mutex.initialize(to: pthread_mutex_t())
+    let rc = pthread_mutex_init(mutex, nil)
+    precondition(rc == 0, "FastFuture: pthread_mutex_init failed (\(rc))")
+    return mutex
+}
+
+@usableFromInline
+internal func _destroyMutex(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+    pthread_mutex_destroy(mutex)
+    mutex.deinitialize(count: 1)
+    mutex.deallocate()
+}
