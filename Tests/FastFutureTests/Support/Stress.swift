@@ -14,15 +14,18 @@ enum Stress {
         return factor
     }()
 
-    /// THE stress constant: rounds of a race test (each round is one fresh future raced by
-    /// ``threads`` threads).
+    /// THE stress constant: rounds of a stress test (others derive their sizes from it).
     static let rounds = max(1, Int((2_000 * factor).rounded()))
 
-    /// How many threads race in a round. More than the 2 cores of CI on purpose: some race on
-    /// the CPUs, the others are preempted in the middle of an operation.
+    /// How many fresh futures a race test sweeps its threads over (see `TestThreads.race`).
+    static var raceItems: Int { rounds * 5 }
+
+    /// How many threads race. More than the 2 cores of CI on purpose: some race on the CPUs,
+    /// the others are preempted in the middle of an operation.
     static let threads = 4
 
-    /// Rounds of the heavier tests (fan-out: every round registers hundreds of callbacks).
+    /// Rounds of the heavier tests (fan-out: every round registers hundreds of callbacks and
+    /// passes a barrier).
     static var heavyRounds: Int { max(1, rounds / 10) }
 
     /// Callbacks registered per thread in a fan-out round.
