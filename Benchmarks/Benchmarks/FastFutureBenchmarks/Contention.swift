@@ -23,7 +23,7 @@ func registerS4() {
             let fixture = Fixture()
             Benchmark(
                 "S4.\(impl.label).T\(threads)",
-                configuration: .suite(),
+                configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
                 closure: { _ in
                     let pool = fixture.pool!
                     // Worker `threads` completes the future once worker 0 is half-way through its
@@ -82,7 +82,7 @@ func registerS5() {
             let fixture = Fixture()
             Benchmark(
                 "S5.\(impl.label).T\(threads)",
-                configuration: .suite(),
+                configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
                 closure: { benchmark in
                     let pool = fixture.pool!
                     switch impl {

@@ -29,7 +29,7 @@ func registerS7() {
         let fixture = Fixture()
         Benchmark(
             "S7.\(handoff.label)",
-            configuration: .suite(),
+            configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
             closure: { benchmark in
                 let pool = fixture.pool!
                 switch handoff {

@@ -178,7 +178,8 @@ func registerS6() {
                 "S6.\(kind).\(impl.label)",
                 configuration: .suite(
                     maxDuration: Knobs.quick ? .milliseconds(10) : .seconds(4),
-                    maxIterations: Knobs.quick ? 1 : 12
+                    maxIterations: Knobs.quick ? 1 : 12,
+                    warmupIterations: Knobs.quick ? 0 : 1
                 )
             ) { _ in
                 let box = ResultBox()

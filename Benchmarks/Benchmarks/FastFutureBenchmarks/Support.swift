@@ -24,15 +24,17 @@ enum Knobs {
     /// Wall-clock budget per benchmark (ordo-one stops at whichever of duration/iterations comes first).
     static var maxDuration: Duration { quick ? .milliseconds(150) : .seconds(1) }
     static var maxIterations: Int { quick ? 60 : 10_000 }
+    /// S4, S5, S7: longer iterations (milliseconds each), so a longer budget for enough samples.
+    static var threadedMaxDuration: Duration { quick ? .milliseconds(150) : .seconds(2) }
 
     /// S3 and `all`: how many futures per iteration.
     static let manyFutures = 10_000
     /// S4: callbacks each registering thread adds per iteration.
-    static let fanOutCallbacksPerThread = 2_000
+    static let fanOutCallbacksPerThread = 20_000
     /// S4 thread counts (registering threads; one more thread completes the future).
     static let fanOutThreads = [1, 2, 4, 8, 16]
     /// S5: futures raced for per iteration.
-    static let fillRaceFutures = 1_000
+    static let fillRaceFutures = 10_000
     /// S5 thread counts (every thread calls `tryComplete` on every future).
     static let fillRaceThreads = [2, 4, 8, 16]
     /// S6: steps in the `map` / `flatMap` chains.
@@ -90,11 +92,12 @@ extension Benchmark.Configuration {
         scalingFactor: BenchmarkScalingFactor = .one,
         maxDuration: Duration = Knobs.maxDuration,
         maxIterations: Int = Knobs.maxIterations,
+        warmupIterations: Int = 1,
         exactAllocations: Bool = false
     ) -> Self {
         .init(
             metrics: metrics + [.throughput],
-            warmupIterations: 1,
+            warmupIterations: warmupIterations,
             scalingFactor: scalingFactor,
             maxDuration: maxDuration,
             maxIterations: maxIterations,
