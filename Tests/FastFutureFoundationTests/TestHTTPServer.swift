@@ -406,12 +406,17 @@ enum Socket {
     /// Sends all of `bytes`, or as much as the peer takes before an error.
     static func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
-        // Bounded: every pass sends at least one byte or returns.
+        var interruptions = 0
+        // Bounded: every pass sends at least one byte, or is one of at most 100 interruptions by
+        // a signal, or returns.
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { buffer in
                 send(fd, buffer.baseAddress! + offset, buffer.count - offset, noSignal)
             }
-            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EINTR && interruptions < 100 {
+                interruptions += 1
+                continue
+            }
             guard n > 0 else { return }
             offset += n
         }
