@@ -18,30 +18,33 @@ import NIOPosix
 
 func registerS4() {
     let perThread = Knobs.fanOutCallbacksPerThread
+    let completeAfter = Knobs.fanOutCompleteAfter
     for threads in Knobs.fanOutThreads {
         for impl in Impl.all {
             let fixture = Fixture()
             Benchmark(
                 "S4.\(impl.label).T\(threads)",
-                configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
-                closure: { _ in
+                configuration: .suite(maxDuration: Knobs.threadedMaxDuration, threaded: true),
+                closure: { benchmark in
                     let pool = fixture.pool!
-                    // Worker `threads` completes the future once worker 0 is half-way through its
-                    // registrations, so registrations race the completion (before, during, after).
+                    // Worker `threads` completes the future once worker 0 is `completeAfter` (half-way)
+                    // into its registrations, so registrations race the completion.
                     let halfway = DispatchSemaphore(value: 0)
                     switch impl {
                     case .fastFuture(let variant):
                         let promise = Promise<Int>(variant: variant)
                         let future = promise.future
-                        pool.run { worker in
-                            if worker == threads {
-                                halfway.wait()
-                                promise.succeed(worker)
-                                return
-                            }
-                            for index in 0..<perThread {
-                                future.whenComplete { result in blackHole(result) }
-                                if worker == 0, index == perThread / 2 { halfway.signal() }
+                        benchmark.countingContextSwitches {
+                            pool.run { worker in
+                                if worker == threads {
+                                    halfway.wait()
+                                    promise.succeed(worker)
+                                    return
+                                }
+                                for index in 0..<perThread {
+                                    future.whenComplete { result in blackHole(result) }
+                                    if worker == 0, index == completeAfter { halfway.signal() }
+                                }
                             }
                         }
                         check(future.isComplete, "S4: future not complete")
@@ -49,20 +52,22 @@ func registerS4() {
                         let loop = fixture.eventLoop
                         let promise = loop.makePromise(of: Int.self)
                         let future = promise.futureResult
-                        pool.run { worker in
-                            if worker == threads {
-                                halfway.wait()
-                                promise.succeed(worker)
-                                return
+                        benchmark.countingContextSwitches {
+                            pool.run { worker in
+                                if worker == threads {
+                                    halfway.wait()
+                                    promise.succeed(worker)
+                                    return
+                                }
+                                for index in 0..<perThread {
+                                    future.whenComplete { result in blackHole(result) }
+                                    if worker == 0, index == completeAfter { halfway.signal() }
+                                }
                             }
-                            for index in 0..<perThread {
-                                future.whenComplete { result in blackHole(result) }
-                                if worker == 0, index == perThread / 2 { halfway.signal() }
-                            }
+                            // Registrations made off the loop were queued to it; the loop runs its
+                            // tasks in order, so once this one has run, every callback has run.
+                            try! loop.submit {}.wait()
                         }
-                        // Registrations made off the loop were queued to it; the loop runs its
-                        // tasks in order, so once this one has run, every callback has run.
-                        try! loop.submit {}.wait()
                         check(try! loop.submit { nioIsFulfilled(future) }.wait(), "S4: future not complete")
                     }
                 },
@@ -82,7 +87,7 @@ func registerS5() {
             let fixture = Fixture()
             Benchmark(
                 "S5.\(impl.label).T\(threads)",
-                configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
+                configuration: .suite(maxDuration: Knobs.threadedMaxDuration, threaded: true),
                 closure: { benchmark in
                     let pool = fixture.pool!
                     switch impl {
@@ -90,12 +95,14 @@ func registerS5() {
                         let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
                         let wins = PaddedCounters(count: threads)
                         benchmark.startMeasurement()
-                        pool.run { worker in
-                            var won = 0
-                            for promise in promises where promise.tryComplete(.success(worker)) {
-                                won += 1
+                        benchmark.countingContextSwitches {
+                            pool.run { worker in
+                                var won = 0
+                                for promise in promises where promise.tryComplete(.success(worker)) {
+                                    won += 1
+                                }
+                                wins[worker] = won
                             }
-                            wins[worker] = won
                         }
                         benchmark.stopMeasurement()
                         check(wins.sum == count, "S5: \(wins.sum) wins for \(count) futures")
@@ -103,11 +110,13 @@ func registerS5() {
                         let loop = fixture.eventLoop
                         let promises = (0..<count).map { _ in loop.makePromise(of: Int.self) }
                         benchmark.startMeasurement()
-                        pool.run { worker in
-                            // NIO has no tryComplete: a second `succeed` is ignored.
-                            for promise in promises { promise.succeed(worker) }
+                        benchmark.countingContextSwitches {
+                            pool.run { worker in
+                                // NIO has no tryComplete: a second `succeed` is ignored.
+                                for promise in promises { promise.succeed(worker) }
+                            }
+                            try! loop.submit {}.wait() // every hop made by the racers has run
                         }
-                        try! loop.submit {}.wait() // every hop made by the racers has run
                         benchmark.stopMeasurement()
                         check(try! loop.submit { promises.allSatisfy { nioIsFulfilled($0.futureResult) } }.wait(), "S5: a future is pending")
                     }

@@ -29,7 +29,7 @@ func registerS7() {
         let fixture = Fixture()
         Benchmark(
             "S7.\(handoff.label)",
-            configuration: .suite(maxDuration: Knobs.threadedMaxDuration),
+            configuration: .suite(maxDuration: Knobs.threadedMaxDuration, threaded: true),
             closure: { benchmark in
                 let pool = fixture.pool!
                 switch handoff {
@@ -44,11 +44,13 @@ func registerS7() {
                         }
                     }
                     var sum = 0
-                    for index in 0..<roundTrips {
-                        forth[index].succeed(index)
-                        sum &+= try! back[index].future.wait()
+                    benchmark.countingContextSwitches {
+                        for index in 0..<roundTrips {
+                            forth[index].succeed(index)
+                            sum &+= try! back[index].future.wait()
+                        }
+                        pool.join()
                     }
-                    pool.join()
                     benchmark.stopMeasurement()
                     check(sum == roundTrips * (roundTrips - 1) / 2, "S7: wrong values handed back")
                 case .future(.nio):
@@ -63,11 +65,13 @@ func registerS7() {
                         }
                     }
                     var sum = 0
-                    for index in 0..<roundTrips {
-                        forth[index].succeed(index)
-                        sum &+= try! back[index].futureResult.wait()
+                    benchmark.countingContextSwitches {
+                        for index in 0..<roundTrips {
+                            forth[index].succeed(index)
+                            sum &+= try! back[index].futureResult.wait()
+                        }
+                        pool.join()
                     }
-                    pool.join()
                     benchmark.stopMeasurement()
                     check(sum == roundTrips * (roundTrips - 1) / 2, "S7: wrong values handed back")
                 case .semaphores:
@@ -80,11 +84,13 @@ func registerS7() {
                             pong.signal()
                         }
                     }
-                    for _ in 0..<roundTrips {
-                        ping.signal()
-                        pong.wait()
+                    benchmark.countingContextSwitches {
+                        for _ in 0..<roundTrips {
+                            ping.signal()
+                            pong.wait()
+                        }
+                        pool.join()
                     }
-                    pool.join()
                     benchmark.stopMeasurement()
                 }
             },

@@ -31,6 +31,15 @@ enum Knobs {
     static let manyFutures = 10_000
     /// S4: callbacks each registering thread adds per iteration.
     static let fanOutCallbacksPerThread = 20_000
+    /// S4: the completing thread completes the future once worker 0 has registered this many
+    /// callbacks (half of its share), so registrations race the completion: those before it push
+    /// onto the callback stack and run on the completing thread, those after it find the future
+    /// complete and run on their registering thread.
+    /// `FF_BENCH_S4_COMPLETE_AFTER` overrides it (for exploring; reports use the default).
+    static let fanOutCompleteAfter: Int = {
+        if let raw = getenv("FF_BENCH_S4_COMPLETE_AFTER"), let value = Int(String(cString: raw)), value >= 0 { return value }
+        return fanOutCallbacksPerThread / 2
+    }()
     /// S4 thread counts (registering threads; one more thread completes the future).
     static let fanOutThreads = [1, 2, 4, 8, 16]
     /// S5: futures raced for per iteration.
@@ -85,6 +94,7 @@ extension Benchmark.Configuration {
     ///     Keep one metric set for the whole suite: ordo-one 1.38's JMH export carries a metric a
     ///     benchmark lacks over from the benchmark before it.
     ///   - scalingFactor: inner iterations per measured iteration (amortizes framework overhead).
+    ///   - threaded: adds `contextSwitchesMetric` (S4, S5, S7).
     ///   - exactAllocations: if true, `mallocCountTotal` gets a zero tolerance: `scripts/bench
     ///     --check-allocations` compares it with the static threshold in `Thresholds/` exactly.
     static func suite(
@@ -93,10 +103,11 @@ extension Benchmark.Configuration {
         maxDuration: Duration = Knobs.maxDuration,
         maxIterations: Int = Knobs.maxIterations,
         warmupIterations: Int = 1,
+        threaded: Bool = false,
         exactAllocations: Bool = false
     ) -> Self {
         .init(
-            metrics: metrics + [.throughput],
+            metrics: metrics + [.throughput] + (threaded ? [contextSwitchesMetric] : []),
             warmupIterations: warmupIterations,
             scalingFactor: scalingFactor,
             maxDuration: maxDuration,
@@ -105,6 +116,33 @@ extension Benchmark.Configuration {
                 ? [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0])]
                 : nil
         )
+    }
+}
+
+// MARK: - Context switches
+
+/// Context switches (voluntary + involuntary) of all the process's threads during an iteration,
+/// from `getrusage`: ordo-one's own `.contextSwitches` metric is not implemented on Linux. A
+/// blocked `pthread_mutex_lock` or semaphore wait is a voluntary switch; a preemption an
+/// involuntary one.
+let contextSwitchesMetric = BenchmarkMetric.custom("Context switches", polarity: .prefersSmaller, useScalingFactor: false)
+
+func contextSwitches() -> Int {
+    var usage = rusage()
+    #if canImport(Glibc)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    return usage.ru_nvcsw + usage.ru_nivcsw
+}
+
+extension Benchmark {
+    /// Runs `body` and records its context switches in `contextSwitchesMetric`.
+    func countingContextSwitches(_ body: () -> Void) {
+        let before = contextSwitches()
+        body()
+        measurement(contextSwitchesMetric, contextSwitches() - before)
     }
 }
 
