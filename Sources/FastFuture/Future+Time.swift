@@ -26,10 +26,12 @@ extension Future {
     ///   out, `.inline` callbacks of the returned future run on that queue. A duration too long
     ///   for Dispatch (beyond `DispatchTime.distantFuture`) never times out and needs no timer.
     public func timeout(after duration: Duration) -> Future<Value> {
-        if let result = peek() {
+        if let result = _settledResult() {
             return Future(_variant: variant, result: result)
         }
-        guard duration > .zero else {
+        // A source that completed but is still running callbacks is not late: it gets the
+        // registration path below, without a timer.
+        guard duration > .zero || isComplete else {
             let timedOut = Future(_variant: variant, result: .failure(FutureTimeoutError()))
             cancel()
             return timedOut
@@ -37,7 +39,7 @@ extension Future {
         // The derived future holds this one as its upstream: cancelling it cancels this one,
         // and the reference is dropped as soon as it completes.
         let derived = Future(_variant: variant, result: nil, upstream: self)
-        let deadline = _dispatchDeadline(after: duration)
+        let deadline = duration > .zero ? _dispatchDeadline(after: duration) : .distantFuture
         guard deadline != .distantFuture else {
             whenComplete { result in derived._complete(result) }
             return derived

@@ -12,7 +12,7 @@ extension Future {
     ///   queued behind that callback) nor from async code (use ``value`` there).
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
     public func wait() throws -> Value {
-        if let result = peek() { return try result.get() }
+        if let result = _settledResult() { return try result.get() }
         let node = _WakeUpNode()
         _register(node)
         node.semaphore.wait()
@@ -28,7 +28,7 @@ extension Future {
     /// - Note: Blocks; see ``wait()``.
     @available(*, noasync, message: "wait(timeout:) blocks the thread; use 'try await future.value'")
     public func wait(timeout: Duration) throws -> Value {
-        if let result = peek() { return try result.get() }
+        if let result = _settledResult() { return try result.get() }
         guard timeout > .zero else { throw FutureTimeoutError() }
         let node = _WakeUpNode()
         _register(node)
@@ -58,7 +58,7 @@ extension Future {
     ///   future, call ``cancel()``).
     public var value: Value {
         get async throws {
-            if let result = peek() { return try result.get() }
+            if let result = _settledResult() { return try result.get() }
             let waiter = _AsyncWaiter<Value>()
             return try await withTaskCancellationHandler {
                 try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in

@@ -170,6 +170,15 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         _loadState() & _State.completed != 0 ? _completedResult : nil
     }
 
+    /// The result, if the future has completed *and* its completer has run every callback
+    /// registered so far (COMPLETED without RUNNING); else `nil`. The fast path of consumers
+    /// that act like a callback (`value`, `wait`, `timeout`): taking it while callbacks are still
+    /// running would let them overtake callbacks registered before them.
+    @inlinable
+    internal func _settledResult() -> Result<Value, any Error>? {
+        _loadState() & (_State.completed | _State.running) == _State.completed ? _completedResult : nil
+    }
+
     /// The result of a future known to be complete (COMPLETED observed with acquire, or under
     /// the mutex).
     @inlinable
