@@ -185,7 +185,8 @@ func registerS6() {
                 let box = ResultBox()
                 switch impl {
                 case .fastFuture(let variant):
-                    // The API promises a 1,000,000-step chain completes on a 512 KiB stack: hold it to that.
+                    // The API promises a 1,000,000-step chain completes on a 512 KiB stack: hold it
+                    // to that (NIO runs on the same stack size).
                     runOnThread(stackSize: Knobs.fastFutureChainStack) {
                         box.value = fastFutureChain(variant, length: length, flat: flat)
                     }
