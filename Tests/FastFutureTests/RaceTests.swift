@@ -108,7 +108,7 @@ import Testing
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
         let total = registrants * perThread
-        let barrier = SpinBarrier(parties: registrants + 1)
+        let barrier = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<String>(variant: variant) }
         let runs = (0..<rounds).map { _ in LockedCounts(slots: total) }
         let registered = (0..<rounds).map { _ in AtomicCount() }
@@ -177,7 +177,7 @@ import Testing
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
-        let barrier = SpinBarrier(parties: registrants + 1)
+        let barrier = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
         let registered = (0..<rounds).map { _ in AtomicCount() }
         let completing = (0..<rounds).map { _ in AtomicCount() }
@@ -292,7 +292,7 @@ import Testing
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
-        let barrier = SpinBarrier(parties: registrants + 1)
+        let barrier = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
         let runs = (0..<rounds).map { _ in LockedCounts(slots: registrants * perThread) }
 
@@ -320,7 +320,7 @@ import Testing
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
-        let barrier = SpinBarrier(parties: registrants + 1)
+        let barrier = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
         let runs = LockedCounter()
 

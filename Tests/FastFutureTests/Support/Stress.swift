@@ -18,7 +18,7 @@ enum Stress {
     static let rounds = max(1, Int((2_000 * factor).rounded()))
 
     /// How many fresh futures a race test sweeps its threads over (see `TestThreads.race`).
-    static var raceItems: Int { rounds * 5 }
+    static var raceItems: Int { rounds * 4 }
 
     /// How many threads race. More than the 2 cores of CI on purpose: some race on the CPUs,
     /// the others are preempted in the middle of an operation.

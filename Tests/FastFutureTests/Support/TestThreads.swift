@@ -35,34 +35,29 @@ enum TestThreads {
     /// Races `threads` threads over `count` items: every thread calls `body(thread, index)` for
     /// every index, in the same order, and the results come back as `results[thread][index]`.
     ///
-    /// Why not one barrier per item: the thread that releases a barrier leaves it a cache-line
-    /// transfer (~100 ns, more in a debug build) ahead of the spinners, and with more threads
-    /// than cores most of them are not even on a CPU then - so one barrier per item rarely
-    /// makes two calls overlap. Sweeping the items together does: a losing call returns faster
-    /// than the winning one, so the losers catch up and the threads bunch up on the same item.
-    /// Measured on 2 cores with a non-atomic check-then-set claim planted in the core: ~1 item
-    /// in 100 completed twice, versus ~1 in 10,000 with a barrier per item. A spin barrier
-    /// every `batch` items re-aligns threads that drifted apart (one was preempted).
+    /// The threads leave a `StartingLine` together every `batch` items, and then sweep the
+    /// batch side by side: a losing call returns faster than the winning one, so a thread that
+    /// left a little late catches up and the threads bunch up on the same item.
     ///
     /// - Parameters:
     ///   - threads: The number of racing threads.
     ///   - count: The number of items each thread sweeps.
-    ///   - batch: Items between two barriers.
+    ///   - batch: Items between two starting lines.
     ///   - body: The racing call of `thread` on item `index`; keep everything else out of it.
     /// - Returns: `results[thread][index]`.
     static func race<Result: Sendable>(
         _ threads: Int,
         over count: Int,
-        batch: Int = 16,
+        batch: Int = 4,
         _ body: @escaping @Sendable (_ thread: Int, _ index: Int) -> Result
     ) -> [[Result]] {
-        let barrier = SpinBarrier(parties: threads)
+        let line = StartingLine(parties: threads)
         let results = LockedBox(Array(repeating: [Result](), count: threads))
         run(threads) { thread in
             var mine = [Result]()
             mine.reserveCapacity(count)
             for index in 0..<count {
-                if index % batch == 0 { barrier.wait() }
+                if index % batch == 0 { line.wait() }
                 mine.append(body(thread, index))
             }
             results.withLock { $0[thread] = mine }
