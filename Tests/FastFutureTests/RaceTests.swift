@@ -101,32 +101,37 @@ import Testing
         #expect(cancelWins > 0 && cancelWins < count)
     }
 
+    /// Every registrant registers its callbacks in three phases: (A) before the completion
+    /// starts, (B) while the completer is completing and running callbacks - the real race -
+    /// and (C) after `succeed` has returned. A must run on the completer, C at once on the
+    /// registrant, B either way; all exactly once, with the value.
     @Test("Fan-out: callbacks registered from many threads while another completes each run exactly once, with the value",
           arguments: FutureVariant.allCases)
     func fanOut(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
+        let (phaseB, phaseC) = (perThread / 3, 2 * perThread / 3)
         let total = registrants * perThread
-        let barrier = StartingLine(parties: registrants + 1)
+        let line = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<String>(variant: variant) }
         let runs = (0..<rounds).map { _ in LockedCounts(slots: total) }
         let registered = (0..<rounds).map { _ in AtomicCount() }
         let completing = (0..<rounds).map { _ in AtomicCount() }
+        let completed = (0..<rounds).map { _ in AtomicCount() }
         let wrongValues = LockedCounter()
-        let ranOnRegistrant = LockedCounter()
-        let ranOnCompleter = LockedCounter()
+        let phaseANotOnCompleter = LockedCounter()
+        let phaseCNotAtOnce = LockedCounter()
 
         TestThreads.run(registrants + 1) { thread in
             if thread == registrants {
                 for round in 0..<rounds {
                     let value = "the value of round \(round), for everyone"
-                    barrier.wait()
-                    // Complete in the middle of the registrations: once every registrant has
-                    // registered its first half, while they register their second half.
-                    TestThreads.spin { registered[round].load() >= total / 2 }
+                    line.wait()
+                    TestThreads.spin { registered[round].load() >= registrants * phaseB }
                     completing[round].increment()
                     promises[round].succeed(value)
+                    completed[round].increment()
                 }
                 return
             }
@@ -134,20 +139,23 @@ import Testing
             for round in 0..<rounds {
                 let future = promises[round].future
                 let expected = "the value of round \(round), for everyone"
-                barrier.wait()
+                line.wait()
                 for i in 0..<perThread {
-                    if i == perThread / 2 { TestThreads.spin { completing[round].load() > 0 } }
+                    if i == phaseB { TestThreads.spin { completing[round].load() > 0 } }
+                    if i == phaseC { TestThreads.spin { completed[round].load() > 0 } }
                     let slot = thread * perThread + i
                     let check: @Sendable (String) -> Void = { value in
                         runs[round].increment(slot)
                         if value != expected { wrongValues.increment() }
-                        if ThreadID.current == registrant { ranOnRegistrant.increment() } else { ranOnCompleter.increment() }
+                        let onRegistrant = ThreadID.current == registrant
+                        if i < phaseB, onRegistrant { phaseANotOnCompleter.increment() }
                     }
                     if i.isMultiple(of: 2) {
                         future.whenSuccess(check)
                     } else {
                         future.whenComplete { check((try? $0.get()) ?? "error") }
                     }
+                    if i >= phaseC, runs[round].snapshot[slot] != 1 { phaseCNotAtOnce.increment() }
                     registered[round].increment()
                 }
             }
@@ -159,10 +167,8 @@ import Testing
             #expect(wrong.isEmpty, "round \(round): callbacks run \(wrong.prefix(5).map { counts[$0] }) times")
         }
         #expect(wrongValues.value == 0)
-        // The test's own validity: both paths ran - callbacks pushed before completion (run by
-        // the completer) and callbacks registered after it (run at once by their registrant).
-        #expect(ranOnCompleter.value > 0)
-        #expect(ranOnRegistrant.value > 0, "on completer: \(ranOnCompleter.value), on registrant: \(ranOnRegistrant.value)")
+        #expect(phaseANotOnCompleter.value == 0, "callbacks registered before the completion ran on their registrant")
+        #expect(phaseCNotAtOnce.value == 0, "callbacks registered after the completion did not run before whenComplete returned")
     }
 
     /// API: "On one future, callbacks registered from one thread run in registration order."
@@ -170,56 +176,50 @@ import Testing
     /// The hard case: callbacks pushed before the completion are run by the completer; one
     /// registered by the same thread just after the publish must not run at once on that
     /// thread while the completer has not reached the earlier ones yet. (Found by this test;
-    /// fixed in the core with the RUNNING state.)
+    /// fixed in the core with the RUNNING state.) Registrations come in the three phases of
+    /// ``fanOut(variant:)``, so every thread's sequence is split between the two threads.
     @Test("Callbacks registered from one thread run in registration order, even while another thread completes",
           arguments: FutureVariant.allCases)
     func fifoPerThreadUnderConcurrentCompletion(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
         let perThread = Stress.callbacksPerThread
-        let barrier = StartingLine(parties: registrants + 1)
+        let (phaseB, phaseC) = (perThread / 3, 2 * perThread / 3)
+        let line = StartingLine(parties: registrants + 1)
         let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
         let registered = (0..<rounds).map { _ in AtomicCount() }
         let completing = (0..<rounds).map { _ in AtomicCount() }
-        // order[round][thread]: the indices of that thread's callbacks, in the order they ran;
-        // split[round][thread]: some of them ran on the completer, some on the registrant.
+        let completed = (0..<rounds).map { _ in AtomicCount() }
+        // order[round][thread]: the indices of that thread's callbacks, in the order they ran.
         let order = (0..<rounds).map { _ in LockedBox(Array(repeating: [Int](), count: registrants)) }
-        let split = (0..<rounds).map { _ in LockedBox(Array(repeating: Set<Bool>(), count: registrants)) }
 
         TestThreads.run(registrants + 1) { thread in
             for round in 0..<rounds {
-                barrier.wait()
+                line.wait()
                 if thread == registrants {
-                    TestThreads.spin { registered[round].load() >= registrants * perThread / 2 }
+                    TestThreads.spin { registered[round].load() >= registrants * phaseB }
                     completing[round].increment()
                     promises[round].succeed(round)
+                    completed[round].increment()
                     continue
                 }
-                let registrant = ThreadID.current
                 for i in 0..<perThread {
-                    if i == perThread / 2 { TestThreads.spin { completing[round].load() > 0 } }
-                    promises[round].future.whenSuccess { _ in
-                        let onRegistrant = ThreadID.current == registrant
-                        order[round].withLock { $0[thread].append(i) }
-                        split[round].withLock { _ = $0[thread].insert(onRegistrant) }
-                    }
+                    if i == phaseB { TestThreads.spin { completing[round].load() > 0 } }
+                    if i == phaseC { TestThreads.spin { completed[round].load() > 0 } }
+                    promises[round].future.whenSuccess { _ in order[round].withLock { $0[thread].append(i) } }
                     registered[round].increment()
                 }
             }
         }
 
         var outOfOrder = 0
-        var splitSequences = 0
         for round in 0..<rounds {
-            for (sequence, places) in zip(order[round].snapshot, split[round].snapshot) {
+            for sequence in order[round].snapshot {
                 #expect(sequence.count == perThread)
-                if sequence != sequence.sorted() { outOfOrder += 1 }
-                if places.count == 2 { splitSequences += 1 }
+                if sequence != Array(0..<perThread) { outOfOrder += 1 }
             }
         }
-        #expect(outOfOrder == 0, "\(outOfOrder) of \(splitSequences) split sequences (of \(rounds * registrants)) ran out of registration order")
-        // The test's own validity: some threads' callbacks were split between both threads.
-        #expect(splitSequences > 0)
+        #expect(outOfOrder == 0, "\(outOfOrder) of \(rounds * registrants) sequences ran out of registration order")
     }
 
     @Test("onCancel runs exactly once under many concurrent cancel() calls",
