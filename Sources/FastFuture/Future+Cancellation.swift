@@ -25,6 +25,9 @@ extension Future {
     ///   future at the same moment: then this call waits until that thread has published the
     ///   result and run the callbacks and handlers registered so far. Inside a callback, that
     ///   work is queued and runs right after the callback returns.
+    /// - Note: So, as with ``wait()``, a callback or `onCancel` handler must not block until
+    ///   another thread's `cancel()` of the same future has returned: that call may be waiting
+    ///   for this very callback to finish.
     public func cancel() {
         if case .won = _complete(.failure(CancellationError()), byCancel: true) { return }
         _awaitRacingCompleter()
