@@ -1,8 +1,9 @@
 // Multi-threaded scenarios: S4 (fan-out: many threads register callbacks on one future while
 // another thread completes it) and S5 (fill race: many threads race `tryComplete` on the same
 // futures). The threads are parked in a `WorkerPool` made in setup and released per iteration by
-// semaphores; on this 2-core machine T = 16 oversubscribes the cores 8x, which is where a mutex
-// holder gets preempted and everyone queues behind it.
+// semaphores; on a 2-core machine T = 16 oversubscribes the cores 8x, which is where a mutex
+// holder can be preempted with others queued behind it (they park in the kernel: the context
+// switches the suite records per iteration).
 //
 // NIO: its futures live on a `MultiThreadedEventLoopGroup` loop; registering a callback or
 // completing a promise from a thread that is not the loop's hops to the loop (`execute`), which is
@@ -29,7 +30,7 @@ func registerS4() {
                     let pool = fixture.pool!
                     // Worker `threads` completes the future once worker 0 is `completeAfter` (half-way)
                     // into its registrations, so registrations race the completion.
-                    let halfway = DispatchSemaphore(value: 0)
+                    let completeNow = DispatchSemaphore(value: 0)
                     switch impl {
                     case .fastFuture(let variant):
                         let promise = Promise<Int>(variant: variant)
@@ -37,13 +38,13 @@ func registerS4() {
                         benchmark.countingContextSwitches {
                             pool.run { worker in
                                 if worker == threads {
-                                    halfway.wait()
+                                    completeNow.wait()
                                     promise.succeed(worker)
                                     return
                                 }
                                 for index in 0..<perThread {
                                     future.whenComplete { result in blackHole(result) }
-                                    if worker == 0, index == completeAfter { halfway.signal() }
+                                    if worker == 0, index == completeAfter { completeNow.signal() }
                                 }
                             }
                         }
@@ -55,13 +56,13 @@ func registerS4() {
                         benchmark.countingContextSwitches {
                             pool.run { worker in
                                 if worker == threads {
-                                    halfway.wait()
+                                    completeNow.wait()
                                     promise.succeed(worker)
                                     return
                                 }
                                 for index in 0..<perThread {
                                     future.whenComplete { result in blackHole(result) }
-                                    if worker == 0, index == completeAfter { halfway.signal() }
+                                    if worker == 0, index == completeAfter { completeNow.signal() }
                                 }
                             }
                             // Registrations made off the loop were queued to it; the loop runs its
