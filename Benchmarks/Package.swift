@@ -34,7 +34,11 @@ let package = Package(
         // (`scripts/bench-profile`).
         .executableTarget(
             name: "FastFutureProfile",
-            dependencies: [.product(name: "FastFuture", package: "FastFuture")],
+            dependencies: [
+                .product(name: "FastFuture", package: "FastFuture"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -1,9 +1,14 @@
 // A plain executable that runs one scenario's inner loop N times, for profilers that want a
 // process to themselves (valgrind --tool=callgrind, perf). `scripts/bench-profile` drives it.
 //
-//     FastFutureProfile <S1|S2|all> <lockFree|locked> [iterations]
+//     FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations]
+//
+// `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
+// counts - which, unlike times, do not move with the machine's load - can be compared too.
 
 import FastFuture
+import NIOCore
+import NIOEmbedded
 
 #if canImport(Glibc)
 import Glibc
@@ -52,17 +57,51 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-let arguments = CommandLine.arguments
-guard arguments.count >= 3,
-    let variant = ["lockFree": FutureVariant.lockFree, "locked": .locked][arguments[2]]
-else {
-    fail("usage: FastFutureProfile <S1|S2|all> <lockFree|locked> [iterations]")
+func nioS1(_ iterations: Int) {
+    let loop = EmbeddedEventLoop()
+    for value in 0..<iterations {
+        let promise = loop.makePromise(of: Int.self)
+        promise.futureResult.whenComplete { result in consume(result) }
+        promise.succeed(value)
+    }
 }
+
+func nioS2(_ iterations: Int) {
+    let loop = EmbeddedEventLoop()
+    for value in 0..<iterations {
+        let promise = loop.makePromise(of: Int.self)
+        promise.futureResult
+            .map { $0 &+ 1 }
+            .map { $0 &+ 1 }
+            .map { $0 &+ 1 }
+            .whenComplete { result in consume(result) }
+        promise.succeed(value)
+    }
+}
+
+func nioAll(_ iterations: Int) {
+    let loop = EmbeddedEventLoop()
+    for _ in 0..<iterations {
+        let promises = (0..<10_000).map { _ in loop.makePromise(of: Int.self) }
+        let combined = EventLoopFuture.whenAllSucceed(promises.map(\.futureResult), on: loop)
+        combined.whenComplete { result in consume(result) }
+        for (value, promise) in promises.enumerated() {
+            promise.succeed(value)
+        }
+    }
+}
+
+let usage = "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations]"
+let arguments = CommandLine.arguments
+guard arguments.count >= 3, ["lockFree", "locked", "nio"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
-switch arguments[1] {
-case "S1": s1(variant, iterations)
-case "S2": s2(variant, iterations)
-case "all": all(variant, iterations)
-default:
-    fail("unknown scenario \(arguments[1])")
+let variant: FutureVariant = arguments[2] == "locked" ? .locked : .lockFree
+switch (arguments[1], arguments[2]) {
+case ("S1", "nio"): nioS1(iterations)
+case ("S2", "nio"): nioS2(iterations)
+case ("all", "nio"): nioAll(iterations)
+case ("S1", _): s1(variant, iterations)
+case ("S2", _): s2(variant, iterations)
+case ("all", _): all(variant, iterations)
+default: fail(usage)
 }
