@@ -3,7 +3,10 @@ extension Future {
     // Twisted's callback/errback chain: a throwing body fails the derived future; a failure skips
     // `map`/`flatMap` bodies and reaches the next `recover`/`flatMapError`/`mapError`/`always`;
     // a success skips the error handlers. Each step costs two allocations (the derived future and
-    // one node); cancelling the derived future cancels this one (see `cancel()`).
+    // one node); cancelling the derived future cancels this one (see `cancel()`). While pending,
+    // the derived future holds this one (its upstream) and this one holds the derived future (in
+    // its callback node): a chain whose source can never complete stays in memory until it is
+    // cancelled; completing either end breaks the cycle.
 
     /// Returns a future of `transform` applied to this future's value.
     ///
