@@ -40,7 +40,7 @@ extension Future {
         return try _completedAfterWakeUp().get()
     }
 
-    /// The result after a wake-up node fired. The node ran after `_publish`; `peek()` acquires
+    /// The result after a wake-up node fired. The node ran after the completer's publish; `peek()` acquires
     /// the state word, so reading `_result` is ordered after its write whatever the semaphore
     /// promises.
     @usableFromInline

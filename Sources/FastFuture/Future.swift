@@ -274,6 +274,7 @@ extension Future {
     internal func _register(_ node: _CallbackNode) {
         let isCancelHandler = node._isCancelHandler
         let raw = Unmanaged.passRetained(node).toOpaque()
+        assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
         guard let seen = _core.push(raw, isCancelHandler: isCancelHandler) else { return }
         node._next = nil
         let cancelled = seen & _State.cancelled != 0
