@@ -249,10 +249,16 @@ extension Future {
         guard case .won = outcome else { return outcome }
         _result = _ResultSlot(result)
         let (stack, upstream) = core.publish(byCancel: byCancel)
+        // A cancellation is forwarded upstream *before* this future's callbacks run: a top-level
+        // cancel() that lost the race parks behind those callbacks (or returns once RUNNING is
+        // cleared), and must then find the forwarded cancellation delivered.
+        if byCancel, upstream != _Upstream.none {
+            _finishUpstream(upstream, cancel: true)
+        }
         // Even with an empty stack the batch runs: it ends the RUNNING phase (`finishRunning`).
         _Trampoline.run(.batch(stack.map(_CallbackNode._reversed), future: self, cancelled: byCancel))
-        if upstream != _Upstream.none {
-            _finishUpstream(upstream, cancel: byCancel)
+        if !byCancel, upstream != _Upstream.none {
+            _finishUpstream(upstream, cancel: false)
         }
         return .won
     }

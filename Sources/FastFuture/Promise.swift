@@ -83,9 +83,12 @@ public struct Promise<Value: Sendable>: Sendable {
     /// Whether the future has been cancelled (see ``Future/cancel()``).
     ///
     /// A producer may poll this to stop work early; ``onCancel(_:)`` is the push-style alternative.
+    ///
+    /// `true` once the cancellation is published (the future is complete): from then on,
+    /// ``onCancel(_:)`` runs its handler at once.
     @inlinable
     public var isCancelled: Bool {
-        future._loadState() & _State.cancelled != 0
+        future._loadState() & (_State.cancelled | _State.completed) == _State.cancelled | _State.completed
     }
 
     /// Registers a handler to run exactly once if and when the future is cancelled.

@@ -244,13 +244,19 @@ internal struct _FutureCore {
 
     // MARK: Push
 
-    /// Whether a registration can no longer be pushed, given the state: COMPLETED and no longer
-    /// RUNNING (it runs at once), or - a cancel handler - the future is won by a completion other
-    /// than cancel (it can never run).
+    /// Whether a registration can no longer be pushed, given the state:
+    /// - a callback: COMPLETED and no longer RUNNING (it runs at once; while RUNNING it is pushed
+    ///   and run by the completer after the callbacks registered before it);
+    /// - a cancel handler: COMPLETED (cancelled: it runs at once on the registering thread, as
+    ///   API.md promises, even while the canceller is still running callbacks; otherwise it is
+    ///   dropped), or claimed by a completion other than cancel (it can never run).
     @inlinable
     static func refusesPush(_ state: UInt, isCancelHandler: Bool) -> Bool {
-        state & (_State.completed | _State.running) == _State.completed
-            || (isCancelHandler && state & (_State.claimed | _State.cancelled) == _State.claimed)
+        if isCancelHandler {
+            return state & _State.completed != 0
+                || state & (_State.claimed | _State.cancelled) == _State.claimed
+        }
+        return state & (_State.completed | _State.running) == _State.completed
     }
 
     /// Pushes an owned node onto the callback stack (a Treiber push).

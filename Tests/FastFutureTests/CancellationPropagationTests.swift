@@ -1,5 +1,6 @@
 import Dispatch
 import FastFuture
+import Foundation
 import Testing
 
 /// cancel() on a derived future reaches its source, a flatMap's inner future and a
@@ -105,5 +106,59 @@ struct CancellationPropagationTests {
                 Issue.record("round \(index): derived future still pending after cancel/complete")
             }
         }
+    }
+
+    /// The cancellation reaches upstream before the cancelled future's own callbacks run, so a
+    /// racing cancel() that parks behind those callbacks finds it delivered (found in review:
+    /// it used to be forwarded after the callbacks).
+    @Test(arguments: FutureVariant.allCases)
+    func cancellationIsForwardedBeforeTheCancelledFuturesCallbacksRun(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let sourceHandlerRan = LockedBox(false)
+        source.onCancel { sourceHandlerRan.withLock { $0 = true } }
+        let derived = source.future.map { $0 + 1 }
+        let seenInCallback = LockedBox<(Bool, Bool)?>(nil)
+        let inCallback = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        derived.whenComplete { _ in
+            seenInCallback.withLock { $0 = (source.future.isComplete, sourceHandlerRan.snapshot) }
+            inCallback.signal()
+            release.wait()
+        }
+        let winnerDone = DispatchSemaphore(value: 0)
+        Thread { derived.cancel(); winnerDone.signal() }.start()
+        inCallback.wait()  // the winner is inside derived's callbacks
+        #expect(seenInCallback.snapshot?.0 == true, "source already cancelled when derived's callbacks run")
+        #expect(seenInCallback.snapshot?.1 == true, "source's onCancel already ran")
+        // A racing cancel() now loses; it returns once the winner's callbacks ran.
+        let loserDone = DispatchSemaphore(value: 0)
+        Thread { derived.cancel(); loserDone.signal() }.start()
+        release.signal()
+        loserDone.wait()
+        winnerDone.wait()
+        #expect(source.isCancelled && sourceHandlerRan.snapshot)
+    }
+
+    /// API.md: onCancel handlers run "at once, on the calling thread, if it already was"
+    /// cancelled - also while the cancelling thread is still running callbacks (found in review:
+    /// the handler used to be queued to that thread).
+    @Test(arguments: FutureVariant.allCases)
+    func onCancelOnACancelledFutureRunsAtOnceEvenWhileTheCancellerRunsCallbacks(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let inCallback = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        promise.future.whenComplete { _ in
+            inCallback.signal()
+            release.wait()
+        }
+        let cancellerDone = DispatchSemaphore(value: 0)
+        Thread { promise.future.cancel(); cancellerDone.signal() }.start()
+        inCallback.wait()  // cancelled and published; the canceller is still running callbacks
+        #expect(promise.isCancelled)
+        let ranOn = LockedBox<ThreadID?>(nil)
+        promise.onCancel { ranOn.withLock { $0 = ThreadID.current } }
+        #expect(ranOn.snapshot == ThreadID.current, "ran at once, on the registering thread")
+        release.signal()
+        cancellerDone.wait()
     }
 }
