@@ -140,7 +140,9 @@ internal final class _AsyncWaiter<Value: Sendable>: @unchecked Sendable {
     func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
         self.continuation = continuation
         var expected = Self.empty
-        // acq_rel: release publishes `continuation` to the CAS that will resume it.
+        // release: publishes `continuation` to the CAS that will resume it. (The acquire half is
+        // not needed - on failure nothing is read - but the shim's strong CAS with a release
+        // success ordering is acq_rel; a weak one could fail spuriously and be taken for CANCELLED.)
         if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &expected, Self.installed) {
             return true
         }

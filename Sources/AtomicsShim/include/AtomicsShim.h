@@ -50,11 +50,6 @@ FF_INLINE ff_atomic_word ff_atomic_word_make(uintptr_t value) {
   return word;
 }
 
-/// Whether operations on this word are lock-free (always true where this header compiles).
-FF_INLINE bool ff_atomic_word_is_lock_free(ff_atomic_word *_Nonnull word) {
-  return atomic_is_lock_free(&word->value);
-}
-
 // MARK: load
 
 FF_INLINE uintptr_t ff_atomic_word_load_relaxed(ff_atomic_word *_Nonnull word) {
@@ -71,15 +66,7 @@ FF_INLINE void ff_atomic_word_store_relaxed(ff_atomic_word *_Nonnull word, uintp
   atomic_store_explicit(&word->value, value, memory_order_relaxed);
 }
 
-FF_INLINE void ff_atomic_word_store_release(ff_atomic_word *_Nonnull word, uintptr_t value) {
-  atomic_store_explicit(&word->value, value, memory_order_release);
-}
-
 // MARK: exchange
-
-FF_INLINE uintptr_t ff_atomic_word_exchange_relaxed(ff_atomic_word *_Nonnull word, uintptr_t value) {
-  return atomic_exchange_explicit(&word->value, value, memory_order_relaxed);
-}
 
 FF_INLINE uintptr_t ff_atomic_word_exchange_acquire(ff_atomic_word *_Nonnull word, uintptr_t value) {
   return atomic_exchange_explicit(&word->value, value, memory_order_acquire);
