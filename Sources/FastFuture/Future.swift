@@ -255,8 +255,14 @@ extension Future {
         if byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: true)
         }
-        // Even with an empty stack the batch runs: it ends the RUNNING phase (`finishRunning`).
-        _Trampoline.run(.batch(stack.map(_CallbackNode._reversed), future: self, cancelled: byCancel))
+        if let stack {
+            // The batch runs the callbacks, then those pushed meanwhile, then ends RUNNING.
+            _Trampoline.run(.batch(_CallbackNode._reversed(stack), future: self, cancelled: byCancel))
+        } else if let pushed = core.finishRunning() {
+            // Nothing was registered at publish, but something was pushed since: run it as a batch.
+            _Trampoline.run(.batch(_CallbackNode._reversed(pushed), future: self, cancelled: byCancel))
+        }
+        // (Nothing registered at all: `finishRunning` ended RUNNING, no trampoline needed.)
         if !byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: false)
         }
