@@ -19,31 +19,21 @@ extension Future {
     ///        ▼
     ///     the promise at the root: onCancel handlers run; a later succeed/fail is ignored
     ///
-    /// - Note: Called at top level (not inside a callback), the future is complete, its
-    ///   `onCancel` handlers have run and the forwarded cancellations have been delivered by the
-    ///   time `cancel()` returns - also when another thread is completing or cancelling the
-    ///   future at the same moment: then this call waits until that thread has published the
-    ///   result and run the callbacks and handlers registered so far. Inside a callback, that
-    ///   work is queued and runs right after the callback returns.
-    /// - Note: So, as with ``wait()``, a callback or `onCancel` handler must not block until
-    ///   another thread's `cancel()` of the same future has returned: that call may be waiting
-    ///   for this very callback to finish.
+    /// - Note: `cancel()` never blocks on callbacks or `onCancel` handlers running on another
+    ///   thread, and on a complete future it returns at once. When it returns, the future is
+    ///   complete. If this call's cancellation is the one that completed the future and it was
+    ///   made at top level (not inside a callback), the `onCancel` handlers have run and the
+    ///   forwarded cancellations have been delivered by then; inside a callback, that work is
+    ///   queued and runs right after the callback returns. A call that lost to another
+    ///   completion or cancellation returns without waiting for that thread's callbacks.
     public func cancel() {
-        if case .won = _complete(.failure(CancellationError()), byCancel: true) { return }
-        _awaitRacingCompleter()
-    }
-
-    /// After losing a claim at top level: parks until the winner has published and run the
-    /// callbacks (and `onCancel` handlers) registered so far. The wake-up node is registered
-    /// after them, so it runs after them (registration order); if the winner is already done,
-    /// it runs at once. Never waits inside a callback (it could be the winner's own).
-    @usableFromInline @inline(never)
-    internal func _awaitRacingCompleter() {
-        guard _loadState() & (_State.completed | _State.running) != _State.completed,
-            !_Trampoline.current.isDraining
-        else { return }
-        let node = _WakeUpNode()
-        _register(node)
-        node.semaphore.wait()
+        switch _complete(.failure(CancellationError()), byCancel: true) {
+        case .won:
+            return
+        case .lostToCancel, .lostToCompletion:
+            // The winner may be between its claim and its publish: the only wait in the state
+            // machine, a few instructions long (see `_FutureCore.awaitPublished`).
+            _core.awaitPublished()
+        }
     }
 }

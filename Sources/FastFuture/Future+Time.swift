@@ -26,12 +26,10 @@ extension Future {
     ///   out, `.inline` callbacks of the returned future run on that queue. A duration too long
     ///   for Dispatch (beyond `DispatchTime.distantFuture`) never times out and needs no timer.
     public func timeout(after duration: Duration) -> Future<Value> {
-        if let result = _settledResult() {
+        if let result = peek() {
             return Future(_variant: variant, result: result)
         }
-        // A source that completed but is still running callbacks is not late: it gets the
-        // registration path below, without a timer.
-        guard duration > .zero || isComplete else {
+        guard duration > .zero else {
             let timedOut = Future(_variant: variant, result: .failure(FutureTimeoutError()))
             cancel()
             return timedOut
@@ -47,7 +45,11 @@ extension Future {
         // The timer strongly holds both futures until it fires or is cancelled, so that the
         // returned future times out even when nobody else references either of them.
         let timer = _OneShotTimer { [self] in
-            if case .won = derived._complete(.failure(FutureTimeoutError())) {
+            // A source that completed in time is not late, even if its completer has not reached
+            // the callback below yet (it may be running slow callbacks registered before it).
+            if let result = self.peek() {
+                derived._complete(result)
+            } else if case .won = derived._complete(.failure(FutureTimeoutError())) {
                 self.cancel()
             }
         }

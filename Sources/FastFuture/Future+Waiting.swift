@@ -4,47 +4,83 @@ import Dispatch
 extension Future {
     /// Blocks the calling thread until the future completes, then returns its value.
     ///
-    /// The thread is parked (on a semaphore), not spinning.
+    /// On a complete future it returns at once. Otherwise the thread parks (on a semaphore, not
+    /// spinning) and is woken as soon as the result is published - before the completing thread
+    /// runs its callbacks, so a slow callback never delays a `wait()`.
+    ///
+    /// ```swift
+    /// let answer = try Future.run(on: DispatchQueue.global()) { 6 * 7 }.wait()   // 42
+    /// ```
     ///
     /// - Returns: The value.
     /// - Throws: The future's error (`CancellationError` if it was cancelled).
-    /// - Note: Blocks. Do not call it from inside a callback of a future (it may wait for work
-    ///   queued behind that callback) nor from async code (use ``value`` there).
+    /// - Note: Blocks. From async code use ``value``. Avoid it inside callbacks: there it first
+    ///   runs the work this thread queued behind the running callback (so that
+    ///   `Future.succeeded(1).map { $0 }.wait()` returns 1 there too), and it never hangs on a
+    ///   complete future; but it hangs if the future can only be completed by something that
+    ///   runs after the current callback returns - a later callback of the same completion
+    ///   (registered after the running one on the same future), or the thread itself.
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
     public func wait() throws -> Value {
-        if let result = _settledResult() { return try result.get() }
-        let node = _WakeUpNode()
-        _register(node)
-        node.semaphore.wait()
-        return try _completedAfterWakeUp().get()
+        if let result = _peekRunningQueuedWork() { return try result.get() }
+        let waiter = _ThreadWaiter()
+        if _WaiterList.insert(waiter, core: _core) != nil {
+            waiter.semaphore.wait()
+        }
+        return try _completedAfterWaiting().get()
     }
 
     /// Blocks the calling thread until the future completes or `timeout` has passed.
     ///
-    /// - Parameter timeout: The longest time to wait. Zero or negative: just checks.
+    /// ```swift
+    /// do {
+    ///     let page = try download.wait(timeout: .seconds(5))
+    /// } catch is FutureTimeoutError {
+    ///     // still pending; `download` is untouched and may complete later
+    /// }
+    /// ```
+    ///
+    /// - Parameter timeout: The longest time to wait. A complete future returns its result for
+    ///   any timeout, zero or negative included; a pending one throws at once for those.
     /// - Returns: The value.
     /// - Throws: ``FutureTimeoutError`` if time ran out (the future itself is left untouched and
     ///   may still complete later), or the future's error.
-    /// - Note: Blocks; see ``wait()``.
+    /// - Note: Blocks; see ``wait()``. A wait that times out leaves nothing behind on the future.
     @available(*, noasync, message: "wait(timeout:) blocks the thread; use 'try await future.value'")
     public func wait(timeout: Duration) throws -> Value {
-        if let result = _settledResult() { return try result.get() }
+        if let result = _peekRunningQueuedWork() { return try result.get() }
         guard timeout > .zero else { throw FutureTimeoutError() }
-        let node = _WakeUpNode()
-        _register(node)
-        guard node.semaphore.wait(timeout: _dispatchDeadline(after: timeout)) == .success else {
-            // The node stays registered and will signal a semaphore nobody waits on; it is
-            // released with the future's other callbacks.
+        let core = _core
+        let waiter = _ThreadWaiter()
+        guard let slot = _WaiterList.insert(waiter, core: core) else {
+            return try _completedAfterWaiting().get()
+        }
+        if waiter.semaphore.wait(timeout: _dispatchDeadline(after: timeout)) == .success {
+            return try _completedAfterWaiting().get()
+        }
+        // Timed out: leave the slot. If the completer took the waiter first, the future is
+        // complete and its signal is on its way to a semaphore nobody needs any more.
+        if _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex), peek() == nil {
             throw FutureTimeoutError()
         }
-        return try _completedAfterWakeUp().get()
+        return try _completedAfterWaiting().get()
     }
 
-    /// The result after a wake-up node fired. The node ran after the completer's publish; `peek()` acquires
-    /// the state word, so reading `_result` is ordered after its write whatever the semaphore
-    /// promises.
+    /// `peek()`, but inside a callback first runs the work queued behind it on this thread until
+    /// the future completes (see ``wait()``).
     @usableFromInline
-    internal func _completedAfterWakeUp() -> Result<Value, any Error> {
+    internal func _peekRunningQueuedWork() -> Result<Value, any Error>? {
+        if let result = peek() { return result }
+        let trampoline = _Trampoline.current
+        guard trampoline.isDraining else { return nil }
+        trampoline.runQueued { self.isComplete }
+        return peek()
+    }
+
+    /// The result, once the waiter list said the future is complete (a FIRED slot or a woken
+    /// waiter: both after the completer's publish, and `peek()` acquires the state word).
+    @usableFromInline
+    internal func _completedAfterWaiting() -> Result<Value, any Error> {
         guard let result = peek() else {
             fatalError("FastFuture internal error: woken before completion")
         }
@@ -53,18 +89,28 @@ extension Future {
 
     /// The value, waiting without blocking a thread.
     ///
+    /// ```swift
+    /// let user = try await fetchUser(id: 7).value
+    /// ```
+    ///
     /// - Throws: The future's error; or `CancellationError` at once if the awaiting task is
     ///   cancelled - the future itself is left untouched for its other consumers (to cancel the
-    ///   future, call ``cancel()``).
+    ///   future, call ``cancel()``), and the abandoned wait leaves nothing behind on it.
     public var value: Value {
         get async throws {
-            if let result = _settledResult() { return try result.get() }
+            if let result = peek() { return try result.get() }
+            let core = _core
             let waiter = _AsyncWaiter<Value>()
+            var slot: _WaiterList.Slot?
+            defer {
+                // After a cancellation (or a resumption) the slot may still hold the waiter: free it.
+                if let slot { _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex) }
+            }
             return try await withTaskCancellationHandler {
                 try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                    if waiter.install(continuation) {
-                        _register(_AsyncWaiterNode(waiter))
-                    }
+                    guard waiter.install(continuation) else { return }  // cancelled before: resumed
+                    slot = _WaiterList.insert(waiter, core: core)
+                    if slot == nil { waiter.wake(self) }  // complete by now
                 }
             } onCancel: {
                 waiter.cancel()
@@ -82,32 +128,6 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
     return .now() + .nanoseconds(Int(max(nanos, 1)))
 }
 
-/// Wakes a thread parked in `wait()`.
-internal final class _WakeUpNode: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
-    let semaphore = DispatchSemaphore(value: 0)
-
-    init() { super.init(isCancelHandler: false, fire: _WakeUpNode.fireWakeUp) }
-
-    static func fireWakeUp(_ node: _CallbackNode, _ future: AnyObject) {
-        unsafeDowncast(node, to: _WakeUpNode.self).semaphore.signal()
-    }
-}
-
-/// Resumes an awaiting task with the future's result.
-internal final class _AsyncWaiterNode<Value: Sendable>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
-    let waiter: _AsyncWaiter<Value>
-
-    init(_ waiter: _AsyncWaiter<Value>) {
-        self.waiter = waiter
-        super.init(isCancelHandler: false, fire: _AsyncWaiterNode<Value>.fireResume)
-    }
-
-    static func fireResume(_ node: _CallbackNode, _ future: AnyObject) {
-        unsafeDowncast(node, to: _AsyncWaiterNode<Value>.self).waiter
-            .resume(with: unsafeDowncast(future, to: Future<Value>.self)._completedResult)
-    }
-}
-
 /// The meeting point of an awaiting task's continuation, the future's completion and the task's
 /// cancellation: whichever comes first resumes the continuation, exactly once.
 ///
@@ -117,8 +137,9 @@ internal final class _AsyncWaiterNode<Value: Sendable>: _CallbackNode, @unchecke
 ///
 /// - Note: `@unchecked Sendable`: `continuation` is written once, before the release-CAS to
 ///   INSTALLED, and read only by the single winner of the acquire-CAS INSTALLED → RESUMED.
-internal final class _AsyncWaiter<Value: Sendable>: @unchecked Sendable {
-    // ORDER MATTERS: `_word` must be the first stored property (see `Future._words`).
+internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable {
+    // ORDER MATTERS: `_word` must be the first stored property (see `Future._words`); the
+    // superclass `_Waiter` has none.
     private var _word: ff_atomic_word
     @exclusivity(unchecked) private var continuation: UnsafeContinuation<Value, any Error>?
 
@@ -127,8 +148,13 @@ internal final class _AsyncWaiter<Value: Sendable>: @unchecked Sendable {
     private static var installed: UInt { 2 }
     private static var resumed: UInt { 3 }
 
-    init() {
+    override init() {
         _word = ff_atomic_word_make(Self.empty)
+    }
+
+    /// The future completed: resume with its result (unless the task was cancelled first).
+    override func wake(_ future: AnyObject) {
+        takeContinuation()?.resume(with: unsafeDowncast(future, to: Future<Value>.self)._completedResult)
     }
 
     private var word: UnsafeMutablePointer<ff_atomic_word> {
@@ -157,11 +183,6 @@ internal final class _AsyncWaiter<Value: Sendable>: @unchecked Sendable {
         // relaxed: EMPTY → CANCELLED_EARLY publishes nothing.
         if ff_atomic_word_cmpxchg_strong_relaxed_relaxed(word, &expected, Self.cancelledEarly) { return }
         takeContinuation()?.resume(throwing: CancellationError())
-    }
-
-    /// The future completed.
-    func resume(with result: Result<Value, any Error>) {
-        takeContinuation()?.resume(with: result)
     }
 
     private func takeContinuation() -> UnsafeContinuation<Value, any Error>? {

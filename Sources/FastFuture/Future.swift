@@ -10,9 +10,11 @@ import Darwin
 
 /// A value, or an error, that becomes available later: the consumer side of a ``Promise``.
 ///
-/// A future completes exactly once. Attach callbacks with ``whenComplete(on:_:)``, transform it
-/// with `map`/`flatMap`/`recover`, combine several with `all`/`first`/`race`, wait for it with
-/// ``value`` (async) or ``wait()`` (blocking), and cancel it with ``cancel()``.
+/// A future completes exactly once - with a value, an error, or by ``cancel()`` - and can be
+/// touched from any thread. Attach callbacks with ``whenComplete(on:_:)``, transform it with
+/// ``map(on:_:)``, ``flatMap(on:_:)`` and ``recover(on:_:)``, combine several with ``all(_:)``,
+/// ``first(_:)`` or ``race(_:)``, wait for it with ``value`` (async) or ``wait()`` (blocking),
+/// and cancel it with ``cancel()``, which reaches the work it depends on.
 ///
 /// ```swift
 /// let promise = Promise<Int>()
@@ -20,54 +22,23 @@ import Darwin
 /// promise.succeed(21)
 /// ```
 ///
-/// ## How the lock-free core works
+/// Callbacks registered while the future is pending run on the thread that completes it, in
+/// registration order; one registered on a complete future runs at once on the registering
+/// thread. Nothing that reads a complete future waits for callbacks running on another thread.
 ///
-/// A future is one heap object. Its first stored property is a pointer-sized atomic *state
-/// word* (C11, through `AtomicsShim`), which encodes both the fill-once cell and the head of a
-/// Treiber stack of callback nodes (the transitions are in `_FutureCore`):
+/// Costs: a future is one allocation; completing it allocates nothing.
 ///
-///     bits 63...4: head of the callback stack (a `_CallbackNode`), or 0
-///     bit 0  CLAIMED    a completer has won; it is writing the result
-///     bit 1  CANCELLED  the winner was cancel()
-///     bit 2  COMPLETED  the result is published
-///     bit 3  RUNNING    the completer is still running callbacks
-///
-///       ┌─ push ─┐                 ┌─ push ─┐                          ┌─ push ─┐
-///       ▼        │                 ▼        │                          ▼        │
-///     PENDING(head) ── claim ──▶ CLAIMED(head) ── publish ──▶ RUNNING(head') ───┘
-///                    (CAS, one winner)   (exchange, takes the stack)   │ take more, run them
-///                                                                      ▼ close when empty
-///                                                              COMPLETED (final)
-///
-/// - **Claim** decides the single winner: a CAS that sets CLAIMED (and CANCELLED for
-///   `cancel()`). Losers fail at once; nobody waits. Only the winner ever writes `_result`, so
-///   the result may be any type (no boxing, no allocation) and is written exactly once.
-/// - **Publish** is one `exchange` by the winner, after writing the result, to COMPLETED and
-///   RUNNING. It takes the whole callback stack in the same instruction. Its *release* half
-///   publishes the result; its *acquire* half receives every node pushed before it.
-/// - **Push** (a Treiber push) registers a callback: a CAS loop that links the node on top of
-///   the stack, keeping the flag bits. Pushing onto CLAIMED or RUNNING is allowed, so registrants
-///   never wait for a completer. Its *release* half publishes the node; its *acquire* half, when
-///   it finds COMPLETED without RUNNING instead, makes the result visible, and the callback runs
-///   at once.
-/// - **Run**: the completer reverses the taken stack into registration order and runs it in a
-///   loop (see `_Trampoline`), each node released after it ran; then it takes whatever was
-///   pushed meanwhile and runs that too, until a CAS finds the stack empty and clears RUNNING.
-///   So callbacks registered from one thread run in registration order even while another
-///   thread completes the future: a late one never overtakes an earlier one still queued.
-/// - Nodes are never popped one at a time - the stack is only ever taken whole - so the stack
-///   has no ABA problem.
-///
-/// The `.locked` variant runs exactly this state machine, but makes each transition inside one
-/// critical section of a `pthread_mutex_t` (allocated with the future).
-///
-/// Allocations: a future is 1 allocation (`.locked`: 2, the mutex); a callback is 1 (its node,
-/// which also holds the user's closure); completion allocates nothing.
-///
-/// - Note: `Future` is `Sendable`: all its mutable state is either the atomic words (accessed
-///   only through the shim), or `_result`, which is written once by the claim's winner before the
-///   release-exchange and read only after an acquire that observed COMPLETED (or, `.locked`,
-///   under the mutex after COMPLETED was set under it). Hence `@unchecked Sendable`.
+/// - Note: `Future` is `Sendable`: all its mutable state is either atomic words, accessed only
+///   through the C11 shim (or, `.locked`, under the future's mutex), or `_result`, which is
+///   written once by the single winner of the claim before the publishing exchange (release),
+///   and read only after an acquire that observed COMPLETED (or under the mutex after COMPLETED
+///   was set under it). Hence `@unchecked Sendable`.
+//
+// How it works (see also the "How the core works" article): the first stored property is a
+// pointer-sized atomic state word that is both the fill-once cell and the head of a Treiber stack
+// of callback nodes, `PENDING(head) -claim CAS-> CLAIMED(head) -publish exchange-> COMPLETED`
+// (encoding and argument in `_State`, transitions in `_FutureCore`). A second word holds the
+// upstream that `cancel()` forwards to, a third the waiters (`_WaiterList`).
 public final class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Stored properties
     //
@@ -174,15 +145,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         _loadState() & _State.completed != 0 ? _completedResult : nil
     }
 
-    /// The result, if the future has completed *and* its completer has run every callback
-    /// registered so far (COMPLETED without RUNNING); else `nil`. The fast path of consumers
-    /// that act like a callback (`value`, `wait`, `timeout`): taking it while callbacks are still
-    /// running would let them overtake callbacks registered before them.
-    @inlinable
-    internal func _settledResult() -> Result<Value, any Error>? {
-        _loadState() & (_State.completed | _State.running) == _State.completed ? _completedResult : nil
-    }
-
     /// The result of a future known to be complete (COMPLETED observed with acquire, or under
     /// the mutex).
     @inlinable
@@ -239,8 +201,9 @@ extension Future {
         _core.replaceUpstream(with: newUpstream)
     }
 
-    /// Completes the future if no one else has: claim, write the result, publish, then run the
-    /// callbacks (and, for a cancellation, forward it upstream) through the trampoline.
+    /// Completes the future if no one else has: claim, write the result, publish, wake the
+    /// waiters, then run the callbacks (and, for a cancellation, forward it upstream) through
+    /// the trampoline.
     @inlinable
     @discardableResult
     internal func _complete(_ result: Result<Value, any Error>, byCancel: Bool = false) -> _ClaimOutcome {
@@ -248,21 +211,19 @@ extension Future {
         let outcome = core.claim(byCancel: byCancel)
         guard case .won = outcome else { return outcome }
         _result = _ResultSlot(result)
-        let (stack, upstream) = core.publish(byCancel: byCancel)
-        // A cancellation is forwarded upstream *before* this future's callbacks run: a top-level
-        // cancel() that lost the race parks behind those callbacks (or returns once RUNNING is
-        // cleared), and must then find the forwarded cancellation delivered.
+        let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
+        // Waiters first: they wait for the result, not for the callbacks.
+        if waiters != 0 {
+            _WaiterList.wakeAll(waiters, future: self, mutex: core.mutex)
+        }
+        // A cancellation is forwarded upstream *before* this future's callbacks run, so that a
+        // top-level cancel() returns with it delivered (the callbacks may be long).
         if byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: true)
         }
         if let stack {
-            // The batch runs the callbacks, then those pushed meanwhile, then ends RUNNING.
-            _Trampoline.run(.batch(_CallbackNode._reversed(stack), future: self, cancelled: byCancel))
-        } else if let pushed = core.finishRunning() {
-            // Nothing was registered at publish, but something was pushed since: run it as a batch.
-            _Trampoline.run(.batch(_CallbackNode._reversed(pushed), future: self, cancelled: byCancel))
+            _Trampoline.run(.callbacks(_CallbackNode._reversed(stack), future: self, cancelled: byCancel))
         }
-        // (Nothing registered at all: `finishRunning` ended RUNNING, no trampoline needed.)
         if !byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: false)
         }
@@ -280,8 +241,7 @@ extension Future {
     }
 
     /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is
-    /// complete and done running callbacks, or drops it if it is a cancel handler that can never
-    /// run.
+    /// complete, or drops it if it is a cancel handler that can never run.
     @inlinable
     internal func _register(_ node: _CallbackNode) {
         let isCancelHandler = node._isCancelHandler
@@ -291,7 +251,7 @@ extension Future {
         node._next = nil
         let cancelled = seen & _State.cancelled != 0
         if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {
-            _Trampoline.run(.late(raw, future: self, cancelled: cancelled))
+            _Trampoline.run(.callbacks(raw, future: self, cancelled: cancelled))
         } else {
             Unmanaged<_CallbackNode>.fromOpaque(raw).release()
         }

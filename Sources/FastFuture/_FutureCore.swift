@@ -17,18 +17,25 @@ import Darwin
 ///   `flatMap`, combinators): `_Upstream.none` (0) for a future that has none, a +1 retained
 ///   object, or `_Upstream.closed` once the future completed and its completer took the object.
 ///   Only non-zero words ever change, so a completer that reads 0 skips the word entirely.
+/// - `waiters`: the threads and tasks blocked in `wait`/`value` (see `_WaiterList`): 0 while
+///   nobody ever waited, then a +1 retained `_WaiterList`, kept until the future's deinit
+///   (changes 0 -> list at most once). Kept apart from the callback stack so that a waiter is woken
+///   as soon as the result is published - never behind callbacks - and can leave its slot when
+///   it gives up.
 /// - `mutex`: `nil` for `.lockFree`; for `.locked`, the mutex every transition is made under.
 ///   Immutable after `init`.
 @usableFromInline
 internal struct _FutureWords {
     @usableFromInline var state: ff_atomic_word
     @usableFromInline var upstream: ff_atomic_word
+    @usableFromInline var waiters: ff_atomic_word
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>?
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
         self.state = ff_atomic_word_make(state)
         self.upstream = ff_atomic_word_make(upstream)
+        self.waiters = ff_atomic_word_make(0)
         switch variant {
         case .lockFree: self.mutex = nil
         case .locked: self.mutex = _makeMutex()
@@ -41,29 +48,28 @@ internal struct _FutureWords {
 ///     bits 63...4  head of the callback stack (a `_CallbackNode`; objects are 16-byte aligned), or 0
 ///     bit 0  CLAIMED    a completer has won; it is writing the result
 ///     bit 1  CANCELLED  the winner was cancel()
-///     bit 2  COMPLETED  the result is published
-///     bit 3  RUNNING    the completer is still running callbacks: registrations keep pushing
+///     bit 2  COMPLETED  the result is published (the stack is then empty for good)
 ///
-///       ┌── push ──┐                    ┌── push ──┐                         ┌── push ──┐
-///       ▼          │                    ▼          │                         ▼          │
-///     PENDING(head) ──── claim ────▶ CLAIMED(head) ──── publish ────▶ RUNNING(head') ───┘
-///                                                   (takes the stack)         │  ▲
-///                                                                 take more   │  │ run them
-///                                                                             ▼  │
-///                                                                  close (stack empty)
-///                                                                             ▼
-///                                                                   COMPLETED (final)
+///       ┌── push ──┐                    ┌── push ──┐
+///       ▼          │                    ▼          │
+///     PENDING(head) ──── claim ────▶ CLAIMED(head) ──── publish ────▶ COMPLETED (final)
+///                    (CAS, one winner)               (exchange: takes the whole stack)
 ///
-/// RUNNING keeps callbacks registered from one thread in registration order: a registration
-/// that comes while the completer is still running earlier ones is pushed and run by the
-/// completer after them, instead of overtaking them on its own thread. Only a registration that
-/// finds COMPLETED without RUNNING runs its callback itself.
+/// - A registration pushes onto PENDING or CLAIMED and never waits; one that finds COMPLETED
+///   runs its callback at once, on its own thread, even while the completer is still running the
+///   callbacks it took (they were registered while the future was pending; this one was not).
+/// - Everything that reads the result (`peek`, `wait`, `value`, late callbacks) needs only
+///   COMPLETED: nothing waits for the callbacks the completer runs.
+/// - The one wait in the whole state machine: a `cancel()` that loses to a claim waits (spins,
+///   then yields) until the winner publishes, so that the future is complete when it returns.
+///   Between its claim and its publish the winner runs no user code - it writes the result and
+///   exchanges the word - so that wait is a few instructions long unless the winner's thread is
+///   preempted, and then yielding lets it run.
 @usableFromInline
 internal enum _State {
     @usableFromInline static let claimed: UInt = 0b0001
     @usableFromInline static let cancelled: UInt = 0b0010
     @usableFromInline static let completed: UInt = 0b0100
-    @usableFromInline static let running: UInt = 0b1000
     @usableFromInline static let flagMask: UInt = 0b1111
     @usableFromInline static let pointerMask: UInt = ~flagMask
 }
@@ -89,8 +95,7 @@ internal enum _ClaimOutcome {
 // MARK: - The state machine
 
 /// The state machine of a future, on its words: non-generic, so that it costs the same in
-/// specialized and unspecialized code, and so that the trampoline can finish a batch of callbacks
-/// knowing only the future's address.
+/// specialized and unspecialized code.
 ///
 /// Every transition has a lock-free implementation (C11 atomics, orderings argued at each call)
 /// and a `.locked` one: the same transition inside one critical section of the future's mutex,
@@ -119,6 +124,12 @@ internal struct _FutureCore {
     }
 
     @inlinable
+    var waiters: UnsafeMutablePointer<ff_atomic_word> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.waiters).unsafelyUnwrapped)
+            .assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
+    @inlinable
     var mutex: UnsafeMutablePointer<pthread_mutex_t>? {
         words.pointee.mutex  // immutable after init: a plain read
     }
@@ -132,6 +143,13 @@ internal struct _FutureCore {
         // acquire: pairs with the release-exchange in `publish`, so that a caller that sees
         // COMPLETED may read the result.
         return ff_atomic_word_load_acquire(state)
+    }
+
+    /// Loads the state word, sequentially consistent (see `_WaiterList.insert`).
+    @inlinable
+    func loadStateSeqCst() -> UInt {
+        if let mutex { return loadStateLocked(mutex) }
+        return ff_atomic_word_load_seq_cst(state)
     }
 
     @usableFromInline @inline(never)
@@ -175,88 +193,78 @@ internal struct _FutureCore {
         state & _State.cancelled != 0 ? .lostToCancel : .lostToCompletion
     }
 
+    /// Waits until the claim's winner has published its result: the only wait in the state
+    /// machine (see `_State`). Used by a `cancel()` that lost, which must return a complete
+    /// future. Bounded: the winner runs no user code between its claim and its publish, so
+    /// this spins a few rounds and then yields its time slice to a winner that was preempted.
+    @usableFromInline @inline(never)
+    func awaitPublished() {
+        var spins = 0
+        while loadState() & _State.completed == 0 {
+            spins += 1
+            if spins > 64 { sched_yield() }
+        }
+    }
+
     // MARK: Publish
 
-    /// Publishes the result written by the claim's winner: sets COMPLETED and RUNNING, and takes
-    /// the callback stack (LIFO, owned) and the upstream object (+1, or `_Upstream.none`). Only
-    /// the winner calls this; it must then run the stack and call `finishRunning()` until that
-    /// returns `nil`.
+    /// Publishes the result written by the claim's winner: sets COMPLETED and takes the callback
+    /// stack (LIFO, owned), the upstream object (+1, or `_Upstream.none`) and the waiter list
+    /// (unowned: the future keeps it; or 0). Only the winner calls this; it then wakes the
+    /// waiters and runs the stack.
     @inlinable
-    func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt) {
-        let final = _State.completed | _State.running | _State.claimed | (byCancel ? _State.cancelled : 0)
+    func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt) {
+        let final = _State.completed | _State.claimed | (byCancel ? _State.cancelled : 0)
         if let mutex { return publishLocked(mutex, final: final) }
-        // acq_rel: release publishes the result to every acquire that will see COMPLETED
-        // (`loadState`, `push`); acquire receives the nodes that pushes released onto the stack.
-        let old = ff_atomic_word_exchange_acq_rel(state, final)
-        var taken = _Upstream.none
+        // seq_cst exchange: its release half publishes the result to every acquire that will see
+        // COMPLETED (`loadState`, `push`); its acquire half receives the nodes that pushes
+        // released onto the stack. Sequentially consistent, with the load of `waiters` below,
+        // because a waiter does the mirror image (seq_cst CAS into `waiters`, then seq_cst load
+        // of `state`, in `_WaiterList.insert`): of two threads that each write one word and then
+        // read the other, at least one sees the other's write - so a waiter that this load
+        // misses sees COMPLETED and does not sleep. (On x86-64 and arm64 this costs nothing over
+        // acq_rel: the exchange is a full barrier there, the load an ordinary or `ldar` load.)
+        let old = ff_atomic_word_exchange_seq_cst(state, final)
+        var takenUpstream = _Upstream.none
         // relaxed: a word that reads 0 was 0 since init and never changes (see `_FutureWords`).
         if ff_atomic_word_load_relaxed(upstream) != _Upstream.none {
             // acquire: pairs with the release in `replaceUpstream`, which published the object.
-            taken = ff_atomic_word_exchange_acquire(upstream, _Upstream.closed)
+            takenUpstream = ff_atomic_word_exchange_acquire(upstream, _Upstream.closed)
         }
-        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), taken)
+        // seq_cst: see the exchange above. 0 means nobody waits, and nobody who comes later will
+        // sleep. Else the list stays where it is (the future owns it until its deinit); its
+        // slots are closed one by one as the waiters are woken (`_WaiterList.wakeAll`).
+        let takenWaiters = ff_atomic_word_load_seq_cst(waiters)
+        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), takenUpstream, takenWaiters)
     }
 
     @usableFromInline @inline(never)
     func publishLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, final: UInt) -> (
-        stack: UnsafeMutableRawPointer?, upstream: UInt
+        stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt
     ) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let old = ff_atomic_word_load_relaxed(state)
         ff_atomic_word_store_relaxed(state, final)
-        let taken = ff_atomic_word_load_relaxed(upstream)
-        if taken != _Upstream.none { ff_atomic_word_store_relaxed(upstream, _Upstream.closed) }
-        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), taken)
-    }
-
-    // MARK: Finish running
-
-    /// Called by the completer after it ran every callback it took: closes the stack (clears
-    /// RUNNING) if nothing was pushed meanwhile, or takes what was (LIFO, owned) to run next.
-    @inlinable
-    func finishRunning() -> UnsafeMutableRawPointer? {
-        if let mutex { return finishRunningLocked(mutex) }
-        var current = ff_atomic_word_load_relaxed(state)
-        while true {
-            let flags = current & _State.flagMask
-            // Empty: clear RUNNING. Not empty: take the nodes, stay RUNNING.
-            let desired = current & _State.pointerMask == 0 ? flags & ~_State.running : flags
-            // acq_rel: release orders the callbacks that ran before the close before any callback
-            // that a later registration runs itself (it acquires COMPLETED without RUNNING);
-            // acquire receives the nodes pushed meanwhile.
-            if ff_atomic_word_cmpxchg_weak_acq_rel_acquire(state, &current, desired) {
-                return UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
-            }
-        }
-    }
-
-    @usableFromInline @inline(never)
-    func finishRunningLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) -> UnsafeMutableRawPointer? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        let current = ff_atomic_word_load_relaxed(state)
-        let flags = current & _State.flagMask
-        let taken = current & _State.pointerMask
-        ff_atomic_word_store_relaxed(state, taken == 0 ? flags & ~_State.running : flags)
-        return UnsafeMutableRawPointer(bitPattern: taken)
+        let takenUpstream = ff_atomic_word_load_relaxed(upstream)
+        if takenUpstream != _Upstream.none { ff_atomic_word_store_relaxed(upstream, _Upstream.closed) }
+        let takenWaiters = ff_atomic_word_load_relaxed(waiters)
+        return (UnsafeMutableRawPointer(bitPattern: old & _State.pointerMask), takenUpstream, takenWaiters)
     }
 
     // MARK: Push
 
     /// Whether a registration can no longer be pushed, given the state:
-    /// - a callback: COMPLETED and no longer RUNNING (it runs at once; while RUNNING it is pushed
-    ///   and run by the completer after the callbacks registered before it);
-    /// - a cancel handler: COMPLETED (cancelled: it runs at once on the registering thread, as
-    ///   API.md promises, even while the canceller is still running callbacks; otherwise it is
-    ///   dropped), or claimed by a completion other than cancel (it can never run).
+    /// - a callback: COMPLETED (it runs at once on the registering thread);
+    /// - a cancel handler: COMPLETED (cancelled: it runs at once on the registering thread;
+    ///   otherwise it is dropped), or claimed by a completion other than cancel (it can never run).
     @inlinable
     static func refusesPush(_ state: UInt, isCancelHandler: Bool) -> Bool {
         if isCancelHandler {
             return state & _State.completed != 0
                 || state & (_State.claimed | _State.cancelled) == _State.claimed
         }
-        return state & (_State.completed | _State.running) == _State.completed
+        return state & _State.completed != 0
     }
 
     /// Pushes an owned node onto the callback stack (a Treiber push).
@@ -268,13 +276,13 @@ internal struct _FutureCore {
         if let mutex { return pushLocked(mutex, raw, isCancelHandler: isCancelHandler) }
         let node = Unmanaged<_CallbackNode>.fromOpaque(raw)
         // acquire (load and CAS failure): if COMPLETED is seen, the caller reads the result;
-        // pairs with `publish`'s (and `finishRunning`'s) release.
+        // pairs with `publish`'s release.
         var current = ff_atomic_word_load_acquire(state)
         while true {
             if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
             node._withUnsafeGuaranteedRef { $0._next = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) }
             // release (CAS success): publishes the node's fields, including `_next`, to the
-            // acquire that will take the stack (`publish`, `finishRunning`).
+            // acquire that will take the stack (`publish`).
             if ff_atomic_word_cmpxchg_weak_release_acquire(state, &current, UInt(bitPattern: raw) | (current & _State.flagMask)) {
                 return nil
             }
@@ -341,6 +349,10 @@ internal struct _FutureCore {
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {
             Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: object).unsafelyUnwrapped).release()
+        }
+        let list = ff_atomic_word_load_relaxed(waiters)
+        if list != 0 {
+            Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped).release()
         }
         if let mutex { _destroyMutex(mutex) }
     }

@@ -9,12 +9,9 @@ import Darwin
 /// One unit of work a thread's trampoline runs.
 @usableFromInline
 internal enum _TrampolineWork {
-    /// The completer's work: run the callbacks it took from `future` at completion (an owned
-    /// FIFO list of `_CallbackNode`s, or `nil`), then those pushed while it ran them, until the
-    /// future leaves its RUNNING phase (see `_FutureCore.finishRunning`).
-    case batch(UnsafeMutableRawPointer?, future: AnyObject, cancelled: Bool)
-    /// A registration on a future that is complete and done running callbacks: run it.
-    case late(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
+    /// Run an owned FIFO list of `_CallbackNode`s against the complete `future`: the callbacks
+    /// its completer took at completion, or one registration on a future that was complete.
+    case callbacks(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
     /// Deliver a cancellation request to a future or a combinator (see `_Cancellable`).
     case cancel(any _Cancellable)
 }
@@ -119,6 +116,20 @@ internal final class _Trampoline {
         isDraining = false
     }
 
+    /// Runs queued work until `isDone()` or the queue is empty: for a `wait()` made inside a
+    /// callback, whose future may be completed by work queued behind that very callback
+    /// (`Future.succeeded(1).map { $0 }` made inside a callback completes only once its step,
+    /// queued here, has run). Nested, so bounded by how deeply `wait()`s nest, not by chains.
+    @usableFromInline
+    func runQueued(until isDone: () -> Bool) {
+        while count > 0, !isDone() {
+            let work = (buffer + head).move()
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+            Self.perform(work)
+        }
+    }
+
     @usableFromInline
     func enqueue(_ work: _TrampolineWork) {
         if count == capacity { grow() }
@@ -142,15 +153,8 @@ internal final class _Trampoline {
     @usableFromInline
     static func perform(_ work: _TrampolineWork) {
         switch work {
-        case .batch(var list, let future, let cancelled):
-            let core = _FutureCore(future)
-            while true {
-                if let nodes = list { _CallbackNode._runList(nodes, future: future, cancelled: cancelled) }
-                guard let more = core.finishRunning() else { break }
-                list = _CallbackNode._reversed(more)
-            }
-        case .late(let node, let future, let cancelled):
-            _CallbackNode._runList(node, future: future, cancelled: cancelled)
+        case .callbacks(let list, let future, let cancelled):
+            _CallbackNode._runList(list, future: future, cancelled: cancelled)
         case .cancel(let target):
             target._cancelFromDownstream()
         }

@@ -60,6 +60,10 @@ FF_INLINE uintptr_t ff_atomic_word_load_acquire(ff_atomic_word *_Nonnull word) {
   return atomic_load_explicit(&word->value, memory_order_acquire);
 }
 
+FF_INLINE uintptr_t ff_atomic_word_load_seq_cst(ff_atomic_word *_Nonnull word) {
+  return atomic_load_explicit(&word->value, memory_order_seq_cst);
+}
+
 // MARK: store
 
 FF_INLINE void ff_atomic_word_store_relaxed(ff_atomic_word *_Nonnull word, uintptr_t value) {
@@ -74,6 +78,10 @@ FF_INLINE uintptr_t ff_atomic_word_exchange_acquire(ff_atomic_word *_Nonnull wor
 
 FF_INLINE uintptr_t ff_atomic_word_exchange_acq_rel(ff_atomic_word *_Nonnull word, uintptr_t value) {
   return atomic_exchange_explicit(&word->value, value, memory_order_acq_rel);
+}
+
+FF_INLINE uintptr_t ff_atomic_word_exchange_seq_cst(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_seq_cst);
 }
 
 // MARK: fetch-and-modify
@@ -103,6 +111,12 @@ FF_INLINE bool ff_atomic_word_cmpxchg_strong_acq_rel_acquire(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
+}
+
+FF_INLINE bool ff_atomic_word_cmpxchg_strong_seq_cst_seq_cst(
+    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  return atomic_compare_exchange_strong_explicit(
+      &word->value, expected, desired, memory_order_seq_cst, memory_order_seq_cst);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_weak_relaxed_relaxed(

@@ -1,0 +1,268 @@
+import AtomicsShim
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Waiters
+
+/// A thread blocked in `wait()`/`wait(timeout:)`, or a task suspended in `await value`.
+///
+/// Waiters are not callbacks: they live in the future's `_WaiterList`, not on its callback
+/// stack, so the completer wakes them right after it publishes the result - before it runs any
+/// callback - and a waiter that gives up takes its slot back, leaving nothing behind.
+///
+/// - Note: `@unchecked Sendable`: subclasses hold only `Sendable`, immutable or internally
+///   synchronized state (a semaphore; `_AsyncWaiter`'s atomic word).
+@usableFromInline
+internal class _Waiter: @unchecked Sendable {
+    @usableFromInline init() {}
+
+    /// Called exactly once by the completer, after the result was published (unless the waiter
+    /// took its slot back first). Runs no user code: it signals or resumes.
+    @usableFromInline
+    func wake(_ future: AnyObject) {
+        fatalError("FastFuture internal error: _Waiter.wake must be overridden")
+    }
+}
+
+/// Wakes a thread parked in `wait()`/`wait(timeout:)`.
+@usableFromInline
+internal final class _ThreadWaiter: _Waiter, @unchecked Sendable {  // unchecked: see _Waiter
+    let semaphore = DispatchSemaphore(value: 0)
+
+    override func wake(_ future: AnyObject) {
+        semaphore.signal()
+    }
+}
+
+// MARK: - The waiter list
+
+/// The header of a `_WaiterSegment`.
+internal struct _WaiterSegmentHeader {
+    /// 0 while this is the last segment; a +1 retained next segment; or `_WaiterList.fired`
+    /// once the completer passed the end of the list (no segment can be appended any more).
+    var next: ff_atomic_word
+    let capacity: Int
+}
+
+/// A run of waiter slots. Each slot is an atomic word:
+///
+///     0 (free) ──insert (CAS)──▶ +1 retained _Waiter ──remove (CAS, by that waiter)──▶ 0 (free again)
+///       │                                │
+///       └──────── wakeAll (exchange) ────┴──▶ FIRED (final; the completer wakes what it took)
+internal final class _WaiterSegment: ManagedBuffer<_WaiterSegmentHeader, ff_atomic_word> {
+    deinit {
+        // Elements are plain words (trivial). The future is gone, so no thread can touch them,
+        // and every slot is free or FIRED: a waiter holds the future until it leaves its slot.
+        let next = withUnsafeMutablePointerToHeader { ff_atomic_word_load_relaxed(&$0.pointee.next) }
+        if next > _WaiterList.fired {
+            Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped).release()
+        }
+    }
+}
+
+/// The threads and tasks waiting for one future: a list of segments of slots, hung off the
+/// future's `waiters` word (see `_FutureWords`) by the first waiter, and freed with the future.
+///
+/// Why slots, not nodes on the callback stack: a Treiber stack can only be taken whole, so a
+/// node pushed onto it stays until the future completes - forever, for a future that never
+/// does. A slot is *reused*: a waiter that gives up (a cancelled task, a timed-out `wait`)
+/// CASes its slot from itself back to free, and the next waiter takes it. So the list grows to
+/// the largest number of waiters at one time, never with the number that came and went.
+///
+/// The invariant that makes this safe without any reclamation scheme: **slots and segments are
+/// never freed while the future lives**, and every thread that touches them holds the future.
+/// Each slot is changed only by CAS/exchange, so exactly one of "the waiter takes its slot
+/// back" and "the completer takes the waiter" happens:
+///
+/// - `insert`: CAS a free slot to the waiter (appending a segment, twice as large, when all are
+///   taken), then look at the state word: if the future completed meanwhile, try to take the
+///   slot back; if that fails, the completer already has the waiter and wakes it at once.
+/// - `remove`: CAS the slot from the waiter back to free. Fails only if the completer took it.
+/// - `wakeAll` (the completer, right after publishing): exchange every slot to FIRED and wake
+///   what it took; close the end of the list so that nothing can be appended after it. An
+///   `insert` that meets FIRED knows the future is complete.
+///
+/// The completer finds the list with one seq_cst load of `waiters` (see `_FutureCore.publish`)
+/// and skips all of this when nobody ever waited: completion pays no read-modify-write for it.
+///
+/// `.locked`: every slot and link operation is made under the future's mutex instead.
+@usableFromInline
+internal enum _WaiterList {
+    /// A slot the completer passed, or the `next` of a closed last segment.
+    static let fired: UInt = 1
+    static let firstCapacity = 4
+
+    typealias Slot = UnsafeMutablePointer<ff_atomic_word>
+
+    /// Registers `waiter` on the future of `core`.
+    ///
+    /// - Returns: the waiter's slot; or `nil` if the future is complete (the waiter was not
+    ///   registered, or was taken back: it will not be woken, and the caller reads the result).
+    static func insert(_ waiter: _Waiter, core: _FutureCore) -> Slot? {
+        let mutex = core.mutex
+        let token = UInt(bitPattern: Unmanaged.passRetained(waiter).toOpaque())
+        var segment = firstSegment(core)
+        while true {
+            let found: Slot? = segment.withUnsafeMutablePointers { header, slots in
+                for index in 0..<header.pointee.capacity {
+                    let slot = slots + index
+                    // relaxed: a hint only; the CAS below decides.
+                    if ff_atomic_word_load_relaxed(slot) != 0 { continue }
+                    if compareExchange(slot, expected: 0, desired: token, mutex) == nil { return slot }
+                }
+                return nil
+            }
+            if let slot = found {
+                // seq_cst: the second half of the Dekker pair with `publish` (see there).
+                guard core.loadStateSeqCst() & _State.completed != 0 else { return slot }
+                // Completed while we registered. Take the slot back - or, if the completer
+                // already took the waiter, it is about to wake it (no user code in between).
+                return remove(slot, waiter: waiter, mutex: mutex) ? nil : slot
+            }
+            guard let next = nextSegment(after: segment, mutex) else {
+                // The completer closed the list: the future is complete.
+                Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
+                return nil
+            }
+            segment = next
+        }
+    }
+
+    /// Takes `waiter` back out of its slot.
+    ///
+    /// - Returns: `true` if it was taken back (it will never be woken); `false` if the
+    ///   completer took it first (it is woken, or about to be).
+    @discardableResult
+    static func remove(_ slot: Slot, waiter: _Waiter, mutex: UnsafeMutablePointer<pthread_mutex_t>?) -> Bool {
+        let token = UInt(bitPattern: Unmanaged.passUnretained(waiter).toOpaque())
+        guard compareExchange(slot, expected: token, desired: 0, mutex) == nil else { return false }
+        Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
+        return true
+    }
+
+    /// Wakes every waiter of a future whose result was just published, and closes the list.
+    /// Called once, by the completer; `list` is the `waiters` word it loaded (not 0).
+    @usableFromInline @inline(never)
+    static func wakeAll(_ list: UInt, future: AnyObject, mutex: UnsafeMutablePointer<pthread_mutex_t>?) {
+        var segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped)
+            .takeUnretainedValue()
+        while true {
+            let next: UInt = segment.withUnsafeMutablePointers { header, slots in
+                for index in 0..<header.pointee.capacity {
+                    let taken = exchange(slots + index, fired, mutex)
+                    if taken > fired {
+                        Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: taken).unsafelyUnwrapped)
+                            .takeRetainedValue().wake(future)
+                    }
+                }
+                // Close the end, unless a waiter appended a segment just now: then go on there.
+                return compareExchange(&header.pointee.next, expected: 0, desired: fired, mutex) ?? 0
+            }
+            guard next > fired else { return }
+            segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+                .takeUnretainedValue()
+        }
+    }
+
+    // MARK: Segments
+
+    /// The first segment, hung off the future by the first waiter ever.
+    private static func firstSegment(_ core: _FutureCore) -> _WaiterSegment {
+        let mutex = core.mutex
+        // seq_cst (load and CAS): the first half of the Dekker pair with `publish`.
+        var current = load(core.waiters, mutex)
+        if current == 0 {
+            let fresh = makeSegment(capacity: firstCapacity)
+            let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
+            if let found = compareExchange(core.waiters, expected: 0, desired: raw, mutex) {
+                Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+                current = found
+            } else {
+                current = raw
+            }
+        }
+        return Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: current).unsafelyUnwrapped)
+            .takeUnretainedValue()
+    }
+
+    /// The segment after `segment`, appended if there is none; `nil` if the list is closed.
+    private static func nextSegment(after segment: _WaiterSegment, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?)
+        -> _WaiterSegment?
+    {
+        segment.withUnsafeMutablePointerToHeader { header in
+            var next = load(&header.pointee.next, mutex)
+            if next == 0 {
+                let fresh = makeSegment(capacity: header.pointee.capacity * 2)
+                let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
+                if let found = compareExchange(&header.pointee.next, expected: 0, desired: raw, mutex) {
+                    Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+                    next = found
+                } else {
+                    next = raw
+                }
+            }
+            guard next > fired else { return nil }
+            return Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+                .takeUnretainedValue()
+        }
+    }
+
+    private static func makeSegment(capacity: Int) -> _WaiterSegment {
+        let buffer = _WaiterSegment.create(minimumCapacity: capacity) { _ in
+            _WaiterSegmentHeader(next: ff_atomic_word_make(0), capacity: capacity)
+        }
+        buffer.withUnsafeMutablePointerToElements { $0.initialize(repeating: ff_atomic_word_make(0), count: capacity) }
+        return unsafeDowncast(buffer, to: _WaiterSegment.self)
+    }
+
+    // MARK: Word operations (.lockFree: atomics; .locked: under the future's mutex)
+
+    /// seq_cst: used for the `waiters` word and segment links, where `insert` needs it, and
+    /// harmless elsewhere (slow paths only).
+    private static func load(_ word: UnsafeMutablePointer<ff_atomic_word>, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?)
+        -> UInt
+    {
+        guard let mutex else { return ff_atomic_word_load_seq_cst(word) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return ff_atomic_word_load_relaxed(word)
+    }
+
+    /// Strong CAS. Returns `nil` on success, else the value found. seq_cst: its release half
+    /// publishes a new waiter's or segment's fields to the completer's acquire, its acquire half
+    /// receives a segment another thread appended; seq_cst for the Dekker pair on `waiters`.
+    private static func compareExchange(
+        _ word: UnsafeMutablePointer<ff_atomic_word>, expected: UInt, desired: UInt,
+        _ mutex: UnsafeMutablePointer<pthread_mutex_t>?
+    ) -> UInt? {
+        guard let mutex else {
+            var found = expected
+            return ff_atomic_word_cmpxchg_strong_seq_cst_seq_cst(word, &found, desired) ? nil : found
+        }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let found = ff_atomic_word_load_relaxed(word)
+        guard found == expected else { return found }
+        ff_atomic_word_store_relaxed(word, desired)
+        return nil
+    }
+
+    /// Exchange. seq_cst (acq_rel would do: acquire receives the waiter's fields).
+    private static func exchange(
+        _ word: UnsafeMutablePointer<ff_atomic_word>, _ value: UInt, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?
+    ) -> UInt {
+        guard let mutex else { return ff_atomic_word_exchange_seq_cst(word, value) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let found = ff_atomic_word_load_relaxed(word)
+        ff_atomic_word_store_relaxed(word, value)
+        return found
+    }
+}
