@@ -42,9 +42,11 @@ let package = Package(
             path: "Examples/fastfuture-fetch",
             swiftSettings: strictSettings
         ),
+        // Test-only: live heap bytes (glibc's mallinfo2) for the retention tests.
+        .target(name: "HeapProbe", path: "Tests/HeapProbe"),
         .testTarget(
             name: "FastFutureTests",
-            dependencies: ["FastFuture"],
+            dependencies: ["FastFuture", "HeapProbe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

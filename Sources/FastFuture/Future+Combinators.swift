@@ -10,11 +10,13 @@ extension Future {
     ///   time) leaving the other inputs alone, and succeeds with `[]` for no inputs.
     @inlinable
     public static func all(_ futures: some Collection<Future<Value>>) -> Future<[Value]> {
-        let inputs = ContiguousArray(futures)
-        if inputs.isEmpty { return .succeeded([]) }
-        return _Aggregator<Value, [Value]>.start(inputs, mode: .all) { slots in
-            slots.map { slot in
-                guard case .success(let value) = slot else { fatalError("FastFuture internal error: all() slot") }
+        let count = futures.count
+        if count == 0 { return .succeeded([]) }
+        return _Aggregator<Value, [Value]>.start(futures, count: count, mode: .all) { inputs in
+            inputs.map { input in
+                guard case .success(let value) = input._completedResultAcquiring else {
+                    fatalError("FastFuture internal error: all() input")
+                }
                 return value
             }
         }
@@ -26,10 +28,10 @@ extension Future {
     /// - Returns: A future that succeeds once every input has completed (`[]` for no inputs).
     @inlinable
     public static func allSettled(_ futures: some Collection<Future<Value>>) -> Future<[Result<Value, any Error>]> {
-        let inputs = ContiguousArray(futures)
-        if inputs.isEmpty { return .succeeded([]) }
-        return _Aggregator<Value, [Result<Value, any Error>]>.start(inputs, mode: .allSettled) { slots in
-            slots.map { $0.unsafelyUnwrapped }
+        let count = futures.count
+        if count == 0 { return .succeeded([]) }
+        return _Aggregator<Value, [Result<Value, any Error>]>.start(futures, count: count, mode: .allSettled) { inputs in
+            inputs.map { $0._completedResultAcquiring }
         }
     }
 
@@ -41,9 +43,9 @@ extension Future {
     ///   input order; for no inputs, with `AllFailedError(errors: [])`.
     @inlinable
     public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
-        let inputs = ContiguousArray(futures)
-        if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
-        return _Aggregator<Value, Value>.start(inputs, mode: .first, finish: _unusedFinish)
+        let count = futures.count
+        if count == 0 { return .failed(AllFailedError(errors: [])) }
+        return _Aggregator<Value, Value>.start(futures, count: count, mode: .first, finish: _unusedFinish)
     }
 
     /// Returns a future of the first input to complete, successfully or not.
@@ -53,9 +55,9 @@ extension Future {
     ///   then cancelled. For no inputs it fails with `AllFailedError(errors: [])`.
     @inlinable
     public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
-        let inputs = ContiguousArray(futures)
-        if inputs.isEmpty { return .failed(AllFailedError(errors: [])) }
-        return _Aggregator<Value, Value>.start(inputs, mode: .race, finish: _unusedFinish)
+        let count = futures.count
+        if count == 0 { return .failed(AllFailedError(errors: [])) }
+        return _Aggregator<Value, Value>.start(futures, count: count, mode: .race, finish: _unusedFinish)
     }
 
     /// Returns a future of `combine` folded over the inputs' values, in input order.
@@ -95,8 +97,8 @@ extension Future {
     }
 
     @usableFromInline
-    static func _unusedFinish(_: UnsafeMutableBufferPointer<Result<Value, any Error>?>) -> Value {
-        fatalError("FastFuture internal error: first/race never finish from slots")
+    static func _unusedFinish(_: UnsafeBufferPointer<Future<Value>>) -> Value {
+        fatalError("FastFuture internal error: first/race never finish from their inputs")
     }
 }
 

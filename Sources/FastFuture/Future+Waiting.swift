@@ -66,6 +66,9 @@ extension Future {
         return try _completedAfterWaiting().get()
     }
 
+    /// For tests: the size of the waiter list and how many waiters it holds now.
+    internal var _waiterCounts: (capacity: Int, occupied: Int) { _WaiterList.counts(core: _core) }
+
     /// `peek()`, but inside a callback first runs the work queued behind it on this thread until
     /// the future completes (see ``wait()``).
     @usableFromInline

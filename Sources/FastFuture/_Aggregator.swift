@@ -39,20 +39,34 @@ internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sen
 
 /// The shared state of one `all`/`allSettled`/`first`/`race` call.
 ///
-/// Costs O(1) allocations per call (this object, the slot buffer, the inputs array, the derived
-/// future, the output array) plus one node per input, and O(1) work per input completion (O(n)
-/// once, to build the output). Nothing re-scans the inputs.
+/// Costs O(1) allocations per call (this object, the inputs buffer, the derived future, the
+/// output array) plus one node per input, and O(1) work per input completion (O(n) once, to
+/// build the output). Nothing re-scans the inputs.
 ///
-/// - `slots[i]` is written once, by the thread that reports input `i`, then `remaining` is
-///   decremented. The decrement that reaches zero reads every slot: all decrements are
-///   read-modify-writes of one word, so the acq_rel chain orders every slot write before that
-///   read (for `.locked`, the derived future's mutex does).
-/// - Cancellation: the derived future's upstream word holds this object, so cancelling the
-///   derived future calls `_cancelFromDownstream()`, which cancels every input.
+/// Results are not copied anywhere: each input keeps its own, and whoever finishes the
+/// combinator reads them from the inputs. The inputs buffer is owned by a one-shot *token*
+/// (`_taken`): exactly one thread takes it - the last input to report (`all`, `allSettled`,
+/// `first` when every input failed), the input whose result decided the combinator early (a
+/// failure for `all`, the first success for `first`, the first result for `race`), or a
+/// cancellation of the derived future forwarded here - reads what it needs, cancels the other
+/// inputs if its rule says so, and releases the inputs at once. So a combinator that has
+/// completed holds no input and none of their values, even while some inputs are still
+/// pending (their nodes keep only this small object, and the derived future with its own
+/// result, until they complete).
 ///
-/// - Note: `@unchecked Sendable`: `slots` entries are each written by one thread and read only
-///   after the ordering argued above; every other stored property is immutable after `init`
-///   (`inputs` is read-only after `init`, `remaining` is atomic).
+/// - Who may take the token is decided by the mode: the final countdown happens only if no
+///   early decision did (`all` fails without counting down; `first` succeeds without counting
+///   down), and a forwarded cancellation comes only from a cancel that won the derived future's
+///   claim, which an early decider did not. The final countdown and a forwarded cancellation
+///   may race: the exchange decides, and either is correct (the loser has nothing left to do).
+/// - Ordering: every input reports after its own result was published; the decrements of
+///   `remaining` are read-modify-writes of one word, an acq_rel chain, so the last decrementer
+///   sees every input complete (it reads them through `peek()`'s acquire anyway). For
+///   `.locked`, the derived future's mutex orders both words.
+///
+/// - Note: `@unchecked Sendable`: the inputs buffer is read and deinitialized only by the
+///   token's single holder, after the acquire-exchange that took it; `derived` is immutable;
+///   the words are accessed only through the shim.
 @usableFromInline
 internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, @unchecked Sendable {
     @usableFromInline
@@ -67,45 +81,54 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         case race
     }
 
-    // ORDER MATTERS: `_remaining` must be the first stored property (see `Future._words`).
+    // ORDER MATTERS: the two words must be the first stored properties (see `Future._words`).
     @usableFromInline var _remaining: ff_atomic_word
-    @usableFromInline let slots: UnsafeMutablePointer<Result<Input, any Error>?>
-    @usableFromInline let inputs: ContiguousArray<Future<Input>>
+    /// 0 while the inputs buffer is here; 1 once a thread took it (see the type's comment).
+    @usableFromInline var _taken: ff_atomic_word
+    /// The inputs (+1 each), until the token's holder releases them and frees the buffer.
+    @usableFromInline let inputs: UnsafeMutablePointer<Future<Input>>
+    @usableFromInline let count: Int
     @usableFromInline let mode: Mode
-    /// Builds the output from the slots, all of which are filled (`all`, `allSettled`).
-    @usableFromInline let finish: @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
+    /// Builds the output from the inputs, all of which are complete (`all`, `allSettled`).
+    @usableFromInline let finish: @Sendable (UnsafeBufferPointer<Future<Input>>) -> Output
     @usableFromInline let derived: Future<Output>
 
     @inlinable
     init(
-        inputs: ContiguousArray<Future<Input>>,
+        inputs: some Collection<Future<Input>>,
+        count: Int,
         mode: Mode,
-        finish: @escaping @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
+        finish: @escaping @Sendable (UnsafeBufferPointer<Future<Input>>) -> Output
     ) {
-        _remaining = ff_atomic_word_make(UInt(inputs.count))
-        slots = .allocate(capacity: inputs.count)
-        slots.initialize(repeating: nil, count: inputs.count)
-        self.inputs = inputs
+        _remaining = ff_atomic_word_make(UInt(count))
+        _taken = ff_atomic_word_make(0)
+        self.inputs = .allocate(capacity: count)
+        _ = UnsafeMutableBufferPointer(start: self.inputs, count: count).initialize(from: inputs)
+        self.count = count
         self.mode = mode
         self.finish = finish
         derived = Future(_variant: inputs.first?.variant ?? .lockFree, result: nil)
     }
 
     deinit {
-        slots.deinitialize(count: inputs.count)
-        slots.deallocate()
+        if ff_atomic_word_load_relaxed(taken) == 0 {  // never finished: nobody else can touch it now
+            releaseInputs()
+        }
     }
 
-    /// Starts a combinator over `inputs` (not empty) and returns its future.
+    /// Starts a combinator over `inputs` (`count` of them, not 0) and returns its future.
     @inlinable
     static func start(
-        _ inputs: ContiguousArray<Future<Input>>,
+        _ inputs: some Collection<Future<Input>>,
+        count: Int,
         mode: Mode,
-        finish: @escaping @Sendable (UnsafeMutableBufferPointer<Result<Input, any Error>?>) -> Output
+        finish: @escaping @Sendable (UnsafeBufferPointer<Future<Input>>) -> Output
     ) -> Future<Output> {
-        let aggregator = _Aggregator(inputs: inputs, mode: mode, finish: finish)
+        let aggregator = _Aggregator(inputs: inputs, count: count, mode: mode, finish: finish)
         let derived = aggregator.derived
         _ = derived._replaceUpstream(with: aggregator)  // pending and private: cannot fail
+        // Iterates the caller's collection, not `aggregator.inputs`: an input that is already
+        // complete reports at once, and may finish the combinator and free the buffer.
         for (index, input) in inputs.enumerated() {
             if derived.isComplete, mode != .allSettled { break }  // decided already (e.g. an input failed)
             input._register(_InputNode(sink: aggregator, index: index))
@@ -118,6 +141,11 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
     }
 
+    @inlinable
+    var taken: UnsafeMutablePointer<ff_atomic_word> {
+        remaining + 1
+    }
+
     /// Counts one more input down; returns `true` for the last one.
     @inlinable
     func countDown() -> Bool {
@@ -128,43 +156,81 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
             ff_atomic_word_store_relaxed(remaining, left)
             return left == 0
         }
-        // acq_rel: release publishes this input's slot; acquire (in the last decrement)
-        // receives every slot (see the type's comment).
+        // acq_rel: the chain of decrements orders every input's report before the last one.
         return ff_atomic_word_fetch_sub_acq_rel(remaining, 1) == 1
+    }
+
+    /// Takes the inputs buffer (the token): `true` for exactly one caller, which must then call
+    /// `releaseInputs()` once done with them.
+    @inlinable
+    func takeInputs() -> Bool {
+        if let mutex = derived._core.mutex {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            let wasTaken = ff_atomic_word_load_relaxed(taken)
+            ff_atomic_word_store_relaxed(taken, 1)
+            return wasTaken == 0
+        }
+        // acquire: pairs with nothing but the buffer's initialization, published to every
+        // thread by the registrations that reached it; relaxed would do, acquire is free here.
+        return ff_atomic_word_exchange_acquire(taken, 1) == 0
+    }
+
+    @usableFromInline
+    func releaseInputs() {
+        inputs.deinitialize(count: count)
+        inputs.deallocate()
     }
 
     @inlinable
     func _input(_ index: Int, _ result: Result<Input, any Error>) {
         switch (mode, result) {
-        case (.all, .failure):
-            derived._complete(.failure(result.failure!))
+        case (.all, .failure(let error)):
+            if case .won = derived._complete(.failure(error)), takeInputs() {
+                releaseInputs()  // the other inputs are left alone
+            }
         case (.race, _), (.first, .success):
-            if case .won = derived._complete(result.map { $0 as! Output }) {
-                cancelInputs(except: index)
+            if case .won = derived._complete(result.map { $0 as! Output }), takeInputs() {
+                cancelAndReleaseInputs(except: index)
             }
         case (.all, .success), (.allSettled, _), (.first, .failure):
-            slots[index] = result
-            if countDown() {
-                let buffer = UnsafeMutableBufferPointer(start: slots, count: inputs.count)
-                if mode == .first {
-                    derived._complete(.failure(AllFailedError(errors: buffer.map { $0!.failure! })))
-                } else {
-                    derived._complete(.success(finish(buffer)))
-                }
+            guard countDown(), takeInputs() else { return }
+            let buffer = UnsafeBufferPointer(start: inputs, count: count)
+            let output: Result<Output, any Error>
+            if mode == .first {
+                output = .failure(AllFailedError(errors: buffer.map { $0._completedResultAcquiring.failure! }))
+            } else {
+                output = .success(finish(buffer))
             }
+            releaseInputs()
+            derived._complete(output)
         }
     }
 
     @inlinable
-    func cancelInputs(except winner: Int) {
-        for (index, input) in inputs.enumerated() where index != winner {
-            input.cancel()
+    func cancelAndReleaseInputs(except winner: Int) {
+        // Cancelling runs the inputs' callbacks, which may report here: by then the token is
+        // taken, and a report does nothing but count down.
+        for index in 0..<count where index != winner {
+            inputs[index].cancel()
         }
+        releaseInputs()
     }
 
     @usableFromInline
     func _cancelFromDownstream() {
-        cancelInputs(except: -1)
+        if takeInputs() { cancelAndReleaseInputs(except: -1) }
+    }
+}
+
+extension Future {
+    /// The result of a future that completed before the caller's synchronization point that did
+    /// not itself acquire this future's state word (an aggregator's countdown): `peek()`'s
+    /// acquire makes reading `_result` safe on its own.
+    @inlinable
+    internal var _completedResultAcquiring: Result<Value, any Error> {
+        guard let result = peek() else { fatalError("FastFuture internal error: input not complete") }
+        return result
     }
 }
 

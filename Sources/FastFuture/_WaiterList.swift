@@ -171,6 +171,26 @@ internal enum _WaiterList {
         }
     }
 
+    /// For tests: how many slots the list has, and how many hold a waiter (relaxed loads: a
+    /// snapshot, exact only while nobody waits or gives up concurrently).
+    static func counts(core: _FutureCore) -> (capacity: Int, occupied: Int) {
+        var word = ff_atomic_word_load_seq_cst(core.waiters)
+        var capacity = 0
+        var occupied = 0
+        while word > fired {
+            let segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+                .takeUnretainedValue()
+            word = segment.withUnsafeMutablePointers { header, slots in
+                capacity += header.pointee.capacity
+                for index in 0..<header.pointee.capacity where ff_atomic_word_load_relaxed(slots + index) > fired {
+                    occupied += 1
+                }
+                return ff_atomic_word_load_seq_cst(&header.pointee.next)
+            }
+        }
+        return (capacity, occupied)
+    }
+
     // MARK: Segments
 
     /// The first segment, hung off the future by the first waiter ever.

@@ -78,10 +78,9 @@ struct LivenessTests {
         }
         defer { busy.release() }
         let future = try #require(timed.snapshot)
-        var value: Int?
-        let time = try Self.elapsed { value = try future.wait(timeout: Self.atOnce) }
-        #expect(value == 42)
-        #expect(time < Self.atOnce)
+        // Not time-bounded: a timer that wrongly fires fails it with FutureTimeoutError, however
+        // late the timer queue gets to run on a loaded machine.
+        #expect(try future.wait() == 42)
     }
 
     @Test("A thread blocked in wait() before the completion is woken before the callbacks run",

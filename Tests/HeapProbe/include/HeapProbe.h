@@ -1,0 +1,38 @@
+// HeapProbe: live heap bytes for the retention tests (test-only; not part of any product).
+//
+// glibc's mallinfo2() counts the bytes malloc has handed out and not yet taken back. It is not
+// available on other C libraries, and under ThreadSanitizer (whose allocator does not report
+// through it) it means nothing: ff_heap_probe_available() says whether the number can be used.
+
+#ifndef FASTFUTURE_HEAP_PROBE_H
+#define FASTFUTURE_HEAP_PROBE_H
+
+#include <stddef.h>
+#include <stdbool.h>
+
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#include <dlfcn.h>
+#endif
+
+/// Whether ff_live_heap_bytes() measures anything here.
+static inline bool ff_heap_probe_available(void) {
+#if defined(__GLIBC__)
+  // ThreadSanitizer replaces malloc; its runtime defines __tsan_init.
+  return dlsym(RTLD_DEFAULT, "__tsan_init") == NULL;
+#else
+  return false;
+#endif
+}
+
+/// Bytes currently allocated through malloc (0 where unavailable).
+static inline size_t ff_live_heap_bytes(void) {
+#if defined(__GLIBC__)
+  struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+#endif // FASTFUTURE_HEAP_PROBE_H
