@@ -191,7 +191,7 @@ extension Future {
 
     /// `nil` for `.lockFree`; the mutex of a `.locked` future.
     @inlinable
-    internal var _mutex: UnsafeMutablePointer<pthread_mutex_t>? { _core.mutex }
+    internal var _mutex: _FutureLock? { _core.mutex }
 
     @inlinable
     internal func _loadState() -> UInt { _core.loadState() }

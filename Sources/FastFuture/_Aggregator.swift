@@ -150,8 +150,8 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     @inlinable
     func countDown() -> Bool {
         if let mutex = derived._core.mutex {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+            mutex.lock()
+            defer { mutex.unlock() }
             let left = ff_atomic_word_load_relaxed(remaining) - 1
             ff_atomic_word_store_relaxed(remaining, left)
             return left == 0
@@ -165,8 +165,8 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     @inlinable
     func takeInputs() -> Bool {
         if let mutex = derived._core.mutex {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+            mutex.lock()
+            defer { mutex.unlock() }
             let wasTaken = ff_atomic_word_load_relaxed(taken)
             ff_atomic_word_store_relaxed(taken, 1)
             return wasTaken == 0

@@ -22,24 +22,23 @@ import Darwin
 ///   (changes 0 -> list at most once). Kept apart from the callback stack so that a waiter is woken
 ///   as soon as the result is published - never behind callbacks - and can leave its slot when
 ///   it gives up.
-/// - `mutex`: `nil` for `.lockFree`; for `.locked`, the mutex every transition is made under.
-///   Immutable after `init`.
+/// - `lockWord`: for `.locked`, the lock every transition is made under (see `_FutureLock`);
+///   unused by `.lockFree`. `isLocked` says which: immutable after `init`.
 @usableFromInline
 internal struct _FutureWords {
     @usableFromInline var state: ff_atomic_word
     @usableFromInline var upstream: ff_atomic_word
     @usableFromInline var waiters: ff_atomic_word
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>?
+    @usableFromInline var lockWord: _LockStorage
+    @usableFromInline let isLocked: Bool
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
         self.state = ff_atomic_word_make(state)
         self.upstream = ff_atomic_word_make(upstream)
         self.waiters = ff_atomic_word_make(0)
-        switch variant {
-        case .lockFree: self.mutex = nil
-        case .locked: self.mutex = _makeMutex()
-        }
+        self.lockWord = .unlocked
+        self.isLocked = variant == .locked
     }
 }
 
@@ -129,9 +128,14 @@ internal struct _FutureCore {
             .assumingMemoryBound(to: ff_atomic_word.self)
     }
 
+    /// `nil` for `.lockFree`; the lock of a `.locked` future.
     @inlinable
-    var mutex: UnsafeMutablePointer<pthread_mutex_t>? {
-        words.pointee.mutex  // immutable after init: a plain read
+    var mutex: _FutureLock? {
+        // `isLocked` is immutable after init: a plain read.
+        guard words.pointee.isLocked else { return nil }
+        return _FutureLock(
+            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.lockWord).unsafelyUnwrapped)
+                .assumingMemoryBound(to: _LockStorage.self))
     }
 
     // MARK: Load
@@ -153,9 +157,9 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func loadStateLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) -> UInt {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+    func loadStateLocked(_ mutex: _FutureLock) -> UInt {
+        mutex.lock()
+        defer { mutex.unlock() }
         return ff_atomic_word_load_relaxed(state)
     }
 
@@ -179,9 +183,9 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func claimLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, flags: UInt) -> _ClaimOutcome {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+    func claimLocked(_ mutex: _FutureLock, flags: UInt) -> _ClaimOutcome {
+        mutex.lock()
+        defer { mutex.unlock() }
         let current = ff_atomic_word_load_relaxed(state)
         if current & _State.claimed != 0 { return Self.lostOutcome(current) }
         ff_atomic_word_store_relaxed(state, current | flags)
@@ -239,11 +243,11 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func publishLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, final: UInt) -> (
+    func publishLocked(_ mutex: _FutureLock, final: UInt) -> (
         stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt
     ) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         let old = ff_atomic_word_load_relaxed(state)
         ff_atomic_word_store_relaxed(state, final)
         let takenUpstream = ff_atomic_word_load_relaxed(upstream)
@@ -290,9 +294,9 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func pushLocked(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, _ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+    func pushLocked(_ mutex: _FutureLock, _ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
+        mutex.lock()
+        defer { mutex.unlock() }
         let current = ff_atomic_word_load_relaxed(state)
         if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
         Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef {
@@ -313,10 +317,10 @@ internal struct _FutureCore {
         let raw = UInt(bitPattern: Unmanaged.passRetained(newUpstream).toOpaque())
         var old: UInt
         if let mutex {
-            pthread_mutex_lock(mutex)
+            mutex.lock()
             old = ff_atomic_word_load_relaxed(upstream)
             if old != _Upstream.closed { ff_atomic_word_store_relaxed(upstream, raw) }
-            pthread_mutex_unlock(mutex)
+            mutex.unlock()
         } else {
             old = ff_atomic_word_load_relaxed(upstream)
             while old != _Upstream.closed {
@@ -354,24 +358,5 @@ internal struct _FutureCore {
         if list != 0 {
             Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped).release()
         }
-        if let mutex { _destroyMutex(mutex) }
     }
-}
-
-// MARK: - Mutex (the `.locked` variant)
-
-@usableFromInline
-internal func _makeMutex() -> UnsafeMutablePointer<pthread_mutex_t> {
-    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    let rc = pthread_mutex_init(mutex, nil)
-    precondition(rc == 0, "FastFuture: pthread_mutex_init failed (\(rc))")
-    return mutex
-}
-
-@usableFromInline
-internal func _destroyMutex(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
-    pthread_mutex_destroy(mutex)
-    mutex.deinitialize(count: 1)
-    mutex.deallocate()
 }

@@ -140,7 +140,7 @@ internal enum _WaiterList {
     /// - Returns: `true` if it was taken back (it will never be woken); `false` if the
     ///   completer took it first (it is woken, or about to be).
     @discardableResult
-    static func remove(_ slot: Slot, waiter: _Waiter, mutex: UnsafeMutablePointer<pthread_mutex_t>?) -> Bool {
+    static func remove(_ slot: Slot, waiter: _Waiter, mutex: _FutureLock?) -> Bool {
         let token = UInt(bitPattern: Unmanaged.passUnretained(waiter).toOpaque())
         guard compareExchange(slot, expected: token, desired: 0, mutex) == nil else { return false }
         Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
@@ -150,7 +150,7 @@ internal enum _WaiterList {
     /// Wakes every waiter of a future whose result was just published, and closes the list.
     /// Called once, by the completer; `list` is the `waiters` word it loaded (not 0).
     @usableFromInline @inline(never)
-    static func wakeAll(_ list: UInt, future: AnyObject, mutex: UnsafeMutablePointer<pthread_mutex_t>?) {
+    static func wakeAll(_ list: UInt, future: AnyObject, mutex: _FutureLock?) {
         var segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped)
             .takeUnretainedValue()
         while true {
@@ -213,7 +213,7 @@ internal enum _WaiterList {
     }
 
     /// The segment after `segment`, appended if there is none; `nil` if the list is closed.
-    private static func nextSegment(after segment: _WaiterSegment, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?)
+    private static func nextSegment(after segment: _WaiterSegment, _ mutex: _FutureLock?)
         -> _WaiterSegment?
     {
         segment.withUnsafeMutablePointerToHeader { header in
@@ -246,12 +246,12 @@ internal enum _WaiterList {
 
     /// seq_cst: used for the `waiters` word and segment links, where `insert` needs it, and
     /// harmless elsewhere (slow paths only).
-    private static func load(_ word: UnsafeMutablePointer<ff_atomic_word>, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?)
+    private static func load(_ word: UnsafeMutablePointer<ff_atomic_word>, _ mutex: _FutureLock?)
         -> UInt
     {
         guard let mutex else { return ff_atomic_word_load_seq_cst(word) }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         return ff_atomic_word_load_relaxed(word)
     }
 
@@ -260,14 +260,14 @@ internal enum _WaiterList {
     /// receives a segment another thread appended; seq_cst for the Dekker pair on `waiters`.
     private static func compareExchange(
         _ word: UnsafeMutablePointer<ff_atomic_word>, expected: UInt, desired: UInt,
-        _ mutex: UnsafeMutablePointer<pthread_mutex_t>?
+        _ mutex: _FutureLock?
     ) -> UInt? {
         guard let mutex else {
             var found = expected
             return ff_atomic_word_cmpxchg_strong_seq_cst_seq_cst(word, &found, desired) ? nil : found
         }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         let found = ff_atomic_word_load_relaxed(word)
         guard found == expected else { return found }
         ff_atomic_word_store_relaxed(word, desired)
@@ -276,11 +276,11 @@ internal enum _WaiterList {
 
     /// Exchange. seq_cst (acq_rel would do: acquire receives the waiter's fields).
     private static func exchange(
-        _ word: UnsafeMutablePointer<ff_atomic_word>, _ value: UInt, _ mutex: UnsafeMutablePointer<pthread_mutex_t>?
+        _ word: UnsafeMutablePointer<ff_atomic_word>, _ value: UInt, _ mutex: _FutureLock?
     ) -> UInt {
         guard let mutex else { return ff_atomic_word_exchange_seq_cst(word, value) }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         let found = ff_atomic_word_load_relaxed(word)
         ff_atomic_word_store_relaxed(word, value)
         return found

@@ -22,6 +22,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if !defined(__cplusplus)
 
@@ -136,6 +141,53 @@ FF_INLINE bool ff_atomic_word_cmpxchg_weak_acq_rel_acquire(
   return atomic_compare_exchange_weak_explicit(
       &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
 }
+
+// MARK: - 32-bit words (the `.locked` variant's lock word)
+
+/// A 32-bit atomic word: the width the Linux futex system call waits on.
+typedef struct ff_atomic_u32 {
+  _Atomic(uint32_t) value;
+} ff_atomic_u32;
+
+_Static_assert(sizeof(ff_atomic_u32) == sizeof(uint32_t), "ff_atomic_u32 must be exactly 32 bits");
+
+FF_INLINE ff_atomic_u32 ff_atomic_u32_make(uint32_t value) {
+  ff_atomic_u32 word;
+  atomic_init(&word.value, value);
+  return word;
+}
+
+FF_INLINE uint32_t ff_atomic_u32_load_relaxed(ff_atomic_u32 *_Nonnull word) {
+  return atomic_load_explicit(&word->value, memory_order_relaxed);
+}
+
+FF_INLINE uint32_t ff_atomic_u32_exchange_acquire(ff_atomic_u32 *_Nonnull word, uint32_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_acquire);
+}
+
+FF_INLINE uint32_t ff_atomic_u32_exchange_release(ff_atomic_u32 *_Nonnull word, uint32_t value) {
+  return atomic_exchange_explicit(&word->value, value, memory_order_release);
+}
+
+FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
+    ff_atomic_u32 *_Nonnull word, uint32_t *_Nonnull expected, uint32_t desired) {
+  return atomic_compare_exchange_strong_explicit(
+      &word->value, expected, desired, memory_order_acquire, memory_order_relaxed);
+}
+
+#if defined(__linux__)
+/// Atomic wait (C++20's `atomic::wait`): sleeps while the word holds `expected`; may return
+/// spuriously. No ordering of its own: callers re-read the word with an atomic operation.
+FF_INLINE void ff_atomic_u32_wait(ff_atomic_u32 *_Nonnull word, uint32_t expected) {
+  syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+/// Atomic notify (C++20's `atomic::notify_one`): wakes one thread sleeping in
+/// `ff_atomic_u32_wait` on this word.
+FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
+  syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#endif
 
 #undef FF_INLINE
 
