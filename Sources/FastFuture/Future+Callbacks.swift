@@ -15,6 +15,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self, _registerInline(.complete(body)) { return }
         _register(_HandlerNode<Value, _>(.complete(body), executor: executor))
     }
 
@@ -28,6 +29,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self, _registerInline(.success(body)) { return }
         _register(_HandlerNode<Value, _>(.success(body), executor: executor))
     }
 
@@ -42,6 +44,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self, _registerInline(.failure(body)) { return }
         _register(_HandlerNode<Value, _>(.failure(body), executor: executor))
     }
 }

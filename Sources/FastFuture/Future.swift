@@ -59,6 +59,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// each, 15% of a create/callback/complete cycle).
     @usableFromInline @exclusivity(unchecked) internal var _result: _ResultSlot<Value>
 
+    /// The first `.inline` callback, kept in the future instead of a node of its own (see
+    /// `_State.inline`): written by the registrant that claimed the embedded node, before the
+    /// push that publishes it; taken by whoever runs it. Function payloads only, so its layout
+    /// does not depend on `Value` and destroying it needs no metadata.
+    @usableFromInline @exclusivity(unchecked) internal var _inlineHandler: _InlineHandler<Value>
+
     // MARK: Initializers
 
     /// Creates a future in the given state.
@@ -73,6 +79,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
         self._result = _ResultSlot(result)
+        self._inlineHandler = .none
     }
 
     /// Creates a future by handing its promise to `body`: the way to wrap a callback-style API.
@@ -129,7 +136,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 
     /// The synchronization variant this future was created with.
     @inlinable
-    public var variant: FutureVariant { _mutex == nil ? .lockFree : .locked }
+    public var variant: FutureVariant { _core.mutex == nil ? .lockFree : .locked }
 
     /// Whether the future has completed (with a value, an error, or by cancellation).
     @inlinable
@@ -150,6 +157,56 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     internal var _completedResult: Result<Value, any Error> {
         _result.completed
+    }
+}
+
+// MARK: - The embedded first callback
+
+/// The first `.inline` callback of a future (see `Future._inlineHandler`).
+@usableFromInline
+internal enum _InlineHandler<Value: Sendable> {
+    case none
+    case complete(@Sendable (Result<Value, any Error>) -> Void)
+    case success(@Sendable (Value) -> Void)
+    case failure(@Sendable (any Error) -> Void)
+}
+
+extension Future {
+    /// Registers an `.inline` callback in the future's embedded node if it is free: no
+    /// allocation. Returns `false` if it is taken (or the future is complete): then the caller
+    /// allocates a node.
+    @inlinable
+    internal func _registerInline(_ handler: _InlineHandler<Value>) -> Bool {
+        let core = _core
+        guard core.claimInline() else { return false }
+        _inlineHandler = handler
+        core.inlineFire.pointee.fire = Future<Value>._fireInline
+        let node = core.inlineNode
+        assert(UInt(bitPattern: node) & _State.flagMask == 0, "FastFuture: the embedded node is not 16-byte aligned")
+        guard let seen = core.push(node, isCancelHandler: false) else { return true }
+        // Completed while we filled it: the completer did not take it; run it here, at once.
+        _CallbackNode._nextField(node).pointee = nil
+        _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
+        return true
+    }
+
+    /// Runs the embedded callback of `future` (a `Future<Value>`) and releases it.
+    @inlinable
+    internal static func _fireInline(_ future: AnyObject) {
+        let future = unsafeDowncast(future, to: Future<Value>.self)
+        let handler = future._inlineHandler
+        future._inlineHandler = .none
+        let result = future._completedResult
+        switch (handler, result) {
+        case (.complete(let body), _):
+            body(result)
+        case (.success(let body), .success(let value)):
+            body(value)
+        case (.failure(let body), .failure(let error)):
+            body(error)
+        case (.none, _), (.success, .failure), (.failure, .success):
+            break
+        }
     }
 }
 
@@ -248,7 +305,7 @@ extension Future {
         let raw = Unmanaged.passRetained(node).toOpaque()
         assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
         guard let seen = _core.push(raw, isCancelHandler: isCancelHandler) else { return }
-        node._next = nil
+        _CallbackNode._nextField(raw).pointee = nil
         let cancelled = seen & _State.cancelled != 0
         if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {
             _Trampoline.run(.callbacks(raw, future: self, cancelled: cancelled))

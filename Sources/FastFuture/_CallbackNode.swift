@@ -44,6 +44,17 @@ internal class _CallbackNode: @unchecked Sendable {
     }
 
     // MARK: Lists
+    //
+    // A list may hold the future's embedded node (its first registration, see `_State.inline`):
+    // not an object, so it is neither retained nor released. Both kinds keep their link 16 bytes
+    // past the node's address (`_nextField`).
+
+    /// The link of a node: an object node's `_next` (its first stored property, right after the
+    /// 16-byte object header), or the embedded node's `_FutureWords.inlineNext`.
+    @inlinable
+    static func _nextField(_ raw: UnsafeMutableRawPointer) -> UnsafeMutablePointer<UnsafeMutableRawPointer?> {
+        (raw + 16).assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
+    }
 
     /// Reverses an owned list (the LIFO stack as taken) into registration (FIFO) order.
     @inlinable
@@ -51,12 +62,9 @@ internal class _CallbackNode: @unchecked Sendable {
         var reversed: UnsafeMutableRawPointer? = nil
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
-            let node = Unmanaged<_CallbackNode>.fromOpaque(raw)
-            current = node._withUnsafeGuaranteedRef { node in
-                let next = node._next
-                node._next = reversed
-                return next
-            }
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = reversed
             reversed = raw
         }
         return reversed.unsafelyUnwrapped
@@ -66,25 +74,36 @@ internal class _CallbackNode: @unchecked Sendable {
     /// Cancel handlers run only when `cancelled`; otherwise they are just released.
     @inlinable
     static func _runList(_ head: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
+        let core = _FutureCore(future)
+        let inlineNode = core.inlineNode
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = nil
+            if raw == inlineNode {
+                core.fireInline(future)
+                continue
+            }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
-            current = node._next
-            node._next = nil
             if !node._isCancelHandler || cancelled {
                 node._fire(node, future)
             }
         }
     }
 
-    /// Releases every node of an owned list without running any.
+    /// Releases every node of an owned list without running any (the embedded node's contents
+    /// go with its future).
     @usableFromInline
-    static func _releaseList(_ head: UnsafeMutableRawPointer) {
+    static func _releaseList(_ head: UnsafeMutableRawPointer, inlineNode: UnsafeMutableRawPointer) {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
-            let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
-            current = node._next
-            node._next = nil
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = nil
+            if raw != inlineNode {
+                Unmanaged<_CallbackNode>.fromOpaque(raw).release()
+            }
         }
     }
 }

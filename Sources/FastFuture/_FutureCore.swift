@@ -31,6 +31,10 @@ internal struct _FutureWords {
     @usableFromInline var waiters: ff_atomic_word
     @usableFromInline var lockWord: _LockStorage
     @usableFromInline let isLocked: Bool
+    /// The first registration's embedded node (see `_State.inline`): its stack link...
+    @usableFromInline var inlineNext: UnsafeMutableRawPointer?
+    /// ... and what running it does (`Future<V>._fireInline`, specialized where it was set).
+    @usableFromInline var inlineFire: _InlineFire
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
@@ -39,6 +43,21 @@ internal struct _FutureWords {
         self.waiters = ff_atomic_word_make(0)
         self.lockWord = .unlocked
         self.isLocked = variant == .locked
+        self.inlineNext = nil
+        self.inlineFire = _InlineFire(fire: nil)
+    }
+}
+
+/// What running a future's embedded node does. A struct around the function, so that the field
+/// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
+/// expect the function reabstracted (thunked), not as a struct field stores it.
+@usableFromInline
+internal struct _InlineFire {
+    @usableFromInline var fire: (@Sendable (AnyObject) -> Void)?
+
+    @inlinable
+    init(fire: (@Sendable (AnyObject) -> Void)?) {
+        self.fire = fire
     }
 }
 
@@ -48,6 +67,7 @@ internal struct _FutureWords {
 ///     bit 0  CLAIMED    a completer has won; it is writing the result
 ///     bit 1  CANCELLED  the winner was cancel()
 ///     bit 2  COMPLETED  the result is published (the stack is then empty for good)
+///     bit 3  INLINE     the future's embedded node is taken by its first registration
 ///
 ///       ┌── push ──┐                    ┌── push ──┐
 ///       ▼          │                    ▼          │
@@ -64,11 +84,20 @@ internal struct _FutureWords {
 ///   Between its claim and its publish the winner runs no user code - it writes the result and
 ///   exchanges the word - so that wait is a few instructions long unless the winner's thread is
 ///   preempted, and then yielding lets it run.
+/// - The first `.inline` callback needs no node of its own: a registrant that sets INLINE
+///   (a CAS; only one can) owns the node embedded in the future (`_FutureWords.inlineNext`/
+///   `inlineFire`, `Future._inlineHandler`), fills it, and pushes it like any other node - so
+///   it runs in registration order with the rest. A registrant that finds INLINE taken
+///   allocates a node as before; one whose push finds COMPLETED runs its callback itself, at
+///   once. Nobody waits for the filling registrant: the completer takes only what was pushed.
+///   The embedded node's address is 16 bytes before `inlineNext`, like an object node's
+///   before its `_next`, so the stack code treats both alike (`_CallbackNode._nextField`).
 @usableFromInline
 internal enum _State {
     @usableFromInline static let claimed: UInt = 0b0001
     @usableFromInline static let cancelled: UInt = 0b0010
     @usableFromInline static let completed: UInt = 0b0100
+    @usableFromInline static let inline: UInt = 0b1000
     @usableFromInline static let flagMask: UInt = 0b1111
     @usableFromInline static let pointerMask: UInt = ~flagMask
 }
@@ -131,11 +160,21 @@ internal struct _FutureCore {
     /// `nil` for `.lockFree`; the lock of a `.locked` future.
     @inlinable
     var mutex: _FutureLock? {
-        // `isLocked` is immutable after init: a plain read.
-        guard words.pointee.isLocked else { return nil }
+        // `isLocked` is immutable after init: a plain read (of the field alone: `words.pointee`
+        // would copy the whole struct, closure included).
+        let isLocked = (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
+            .assumingMemoryBound(to: Bool.self).pointee
+        guard isLocked else { return nil }
         return _FutureLock(
             (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.lockWord).unsafelyUnwrapped)
                 .assumingMemoryBound(to: _LockStorage.self))
+    }
+
+    /// The embedded node's address, as the stack links it: 16 bytes before `inlineNext`, where
+    /// an object node's header ends and its `_next` begins.
+    @inlinable
+    var inlineNode: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineNext).unsafelyUnwrapped - 16
     }
 
     // MARK: Load
@@ -210,6 +249,53 @@ internal struct _FutureCore {
         }
     }
 
+    // MARK: The embedded node
+
+    /// Takes the embedded node for the first registration: `true` for one caller only, and
+    /// never once the future is complete.
+    @inlinable
+    func claimInline() -> Bool {
+        if let mutex { return claimInlineLocked(mutex) }
+        // relaxed: the bit only elects the node's owner; its fields are published by the push's
+        // release, like any node's.
+        var current = ff_atomic_word_load_relaxed(state)
+        while true {
+            if current & (_State.inline | _State.completed) != 0 { return false }
+            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.inline) {
+                return true
+            }
+        }
+    }
+
+    @usableFromInline @inline(never)
+    func claimInlineLocked(_ mutex: _FutureLock) -> Bool {
+        mutex.withLock {
+            let current = ff_atomic_word_load_relaxed(state)
+            if current & (_State.inline | _State.completed) != 0 { return false }
+            ff_atomic_word_store_relaxed(state, current | _State.inline)
+            return true
+        }
+    }
+
+    /// Runs the embedded node (its owner: the completer that took it, or the registrant whose
+    /// push found the future complete), and releases what it held.
+    @inlinable
+    func fireInline(_ future: AnyObject) {
+        let field = inlineFire
+        if let fire = field.pointee.fire {
+            field.pointee.fire = nil
+            fire(future)
+        }
+    }
+
+    /// The embedded node's `inlineFire` field (owned by the node's owner; never `words.pointee`,
+    /// which would copy the whole struct).
+    @inlinable
+    var inlineFire: UnsafeMutablePointer<_InlineFire> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineFire).unsafelyUnwrapped)
+            .assumingMemoryBound(to: _InlineFire.self)
+    }
+
     // MARK: Publish
 
     /// Publishes the result written by the claim's winner: sets COMPLETED and takes the callback
@@ -271,20 +357,20 @@ internal struct _FutureCore {
         return state & _State.completed != 0
     }
 
-    /// Pushes an owned node onto the callback stack (a Treiber push).
+    /// Pushes an owned node (or the embedded node, by its owner) onto the callback stack (a
+    /// Treiber push).
     ///
     /// - Returns: `nil` if the node was pushed (the stack owns it now); otherwise the state word
     ///   that refused it (see `refusesPush`). The caller keeps the node then.
     @inlinable
     func push(_ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
         if let mutex { return pushLocked(mutex, raw, isCancelHandler: isCancelHandler) }
-        let node = Unmanaged<_CallbackNode>.fromOpaque(raw)
         // acquire (load and CAS failure): if COMPLETED is seen, the caller reads the result;
         // pairs with `publish`'s release.
         var current = ff_atomic_word_load_acquire(state)
         while true {
             if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
-            node._withUnsafeGuaranteedRef { $0._next = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) }
+            _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
             // release (CAS success): publishes the node's fields, including `_next`, to the
             // acquire that will take the stack (`publish`).
             if ff_atomic_word_cmpxchg_weak_release_acquire(state, &current, UInt(bitPattern: raw) | (current & _State.flagMask)) {
@@ -299,9 +385,7 @@ internal struct _FutureCore {
         defer { mutex.unlock() }
         let current = ff_atomic_word_load_relaxed(state)
         if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
-        Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef {
-            $0._next = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
-        }
+        _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
         ff_atomic_word_store_relaxed(state, UInt(bitPattern: raw) | (current & _State.flagMask))
         return nil
     }
@@ -348,7 +432,7 @@ internal struct _FutureCore {
         let current = ff_atomic_word_load_relaxed(state)
         if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {
             // Never completed (its promise was dropped): free the callbacks, running none.
-            _CallbackNode._releaseList(head)
+            _CallbackNode._releaseList(head, inlineNode: inlineNode)
         }
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {
