@@ -48,6 +48,10 @@ internal struct _WaiterSegmentHeader {
     /// 0 while this is the last segment; a +1 retained next segment; or `_WaiterList.fired`
     /// once the completer passed the end of the list (no segment can be appended any more).
     var next: ff_atomic_word
+    /// First segment only: where the last waiter found its slot (an index over the whole list,
+    /// relaxed; only a hint). The next search starts there, so that N waiters at once cost
+    /// O(N), not O(N^2) scanning past occupied slots.
+    var hint: ff_atomic_word
     let capacity: Int
 }
 
@@ -108,30 +112,88 @@ internal enum _WaiterList {
     static func insert(_ waiter: _Waiter, core: _FutureCore) -> Slot? {
         let mutex = core.mutex
         let token = UInt(bitPattern: Unmanaged.passRetained(waiter).toOpaque())
-        var segment = firstSegment(core)
+        let first = firstSegment(core)
+        let hint = first.withUnsafeMutablePointerToHeader { UnsafeMutablePointer(mutating: $0) }
+            .pointer(to: \.hint).unsafelyUnwrapped
+        // relaxed: a hint; the CASes decide.
+        let start = Int(ff_atomic_word_load_relaxed(hint))
+        // From the hint to the end of the list, then from its start up to the hint; if every
+        // slot is taken, append a segment.
+        var outcome = scan(from: first, indices: start..<Int.max, token: token, mutex)
+        if case .full = outcome, start > 0 {
+            outcome = scan(from: first, indices: 0..<start, token: token, mutex)
+        }
+        while case .full(let last, let base) = outcome {
+            guard let next = nextSegment(after: last, mutex) else {
+                outcome = .closed
+                break
+            }
+            outcome = scan(from: next, firstIndex: base, indices: base..<Int.max, token: token, mutex)
+        }
+        switch outcome {
+        case .closed, .full:
+            // The completer closed the list: the future is complete.
+            Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
+            return nil
+        case .found(let slot, let index):
+            ff_atomic_word_store_relaxed(hint, UInt(index + 1))
+            // seq_cst: the second half of the Dekker pair with `publish` (see there).
+            guard core.loadStateSeqCst() & _State.completed != 0 else { return slot }
+            // Completed while we registered. Take the slot back - or, if the completer
+            // already took the waiter, it is about to wake it (no user code in between).
+            return remove(slot, waiter: waiter, mutex: mutex) ? nil : slot
+        }
+    }
+
+    private enum ScanOutcome {
+        /// Took this free slot (its index over the whole list).
+        case found(Slot, Int)
+        /// No free slot in the range; the last segment visited, and the index after it.
+        case full(_WaiterSegment, Int)
+        /// A slot or the end of the list was FIRED: the future is complete.
+        case closed
+    }
+
+    /// Tries to take a free slot with an index in `indices`, visiting the existing segments from
+    /// `segment` (whose first slot has index `firstIndex`) without appending any.
+    private static func scan(
+        from segment: _WaiterSegment, firstIndex: Int = 0, indices: Range<Int>, token: UInt, _ mutex: _FutureLock?
+    ) -> ScanOutcome {
+        var segment = segment
+        var base = firstIndex
         while true {
-            let found: Slot? = segment.withUnsafeMutablePointers { header, slots in
-                for index in 0..<header.pointee.capacity {
-                    let slot = slots + index
-                    // relaxed: a hint only; the CAS below decides.
-                    if ff_atomic_word_load_relaxed(slot) != 0 { continue }
-                    if compareExchange(slot, expected: 0, desired: token, mutex) == nil { return slot }
+            let capacity = segment.withUnsafeMutablePointerToHeader { $0.pointee.capacity }
+            let low = max(indices.lowerBound - base, 0)
+            let high = min(indices.upperBound - base, capacity)
+            if low < high {
+                let found: (Slot, Int)?? = segment.withUnsafeMutablePointerToElements { slots in
+                    for index in low..<high {
+                        let slot = slots + index
+                        // relaxed: a hint only; the CAS below decides.
+                        let seen = ff_atomic_word_load_relaxed(slot)
+                        if seen == fired { return .some(nil) }
+                        if seen != 0 { continue }
+                        switch compareExchange(slot, expected: 0, desired: token, mutex) {
+                        case nil: return (slot, base + index)
+                        case fired?: return .some(nil)
+                        default: continue
+                        }
+                    }
+                    return nil
                 }
-                return nil
+                switch found {
+                case .some(.some(let (slot, index))): return .found(slot, index)
+                case .some(.none): return .closed
+                case .none: break
+                }
             }
-            if let slot = found {
-                // seq_cst: the second half of the Dekker pair with `publish` (see there).
-                guard core.loadStateSeqCst() & _State.completed != 0 else { return slot }
-                // Completed while we registered. Take the slot back - or, if the completer
-                // already took the waiter, it is about to wake it (no user code in between).
-                return remove(slot, waiter: waiter, mutex: mutex) ? nil : slot
-            }
-            guard let next = nextSegment(after: segment, mutex) else {
-                // The completer closed the list: the future is complete.
-                Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
-                return nil
-            }
-            segment = next
+            base += capacity
+            if base >= indices.upperBound { return .full(segment, base) }
+            let next = segment.withUnsafeMutablePointerToHeader { load(&$0.pointee.next, mutex) }
+            if next == fired { return .closed }
+            if next == 0 { return .full(segment, base) }
+            segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+                .takeUnretainedValue()
         }
     }
 
@@ -236,7 +298,7 @@ internal enum _WaiterList {
 
     private static func makeSegment(capacity: Int) -> _WaiterSegment {
         let buffer = _WaiterSegment.create(minimumCapacity: capacity) { _ in
-            _WaiterSegmentHeader(next: ff_atomic_word_make(0), capacity: capacity)
+            _WaiterSegmentHeader(next: ff_atomic_word_make(0), hint: ff_atomic_word_make(0), capacity: capacity)
         }
         buffer.withUnsafeMutablePointerToElements { $0.initialize(repeating: ff_atomic_word_make(0), count: capacity) }
         return unsafeDowncast(buffer, to: _WaiterSegment.self)
