@@ -72,6 +72,12 @@ struct BoundedAllTests {
         #expect(harness.maxInFlight.snapshot == 3)
     }
 
+    @Test("Makers written inline, as in the doc example, need no type annotation")
+    func inlineMakers() throws {
+        let all = Future.all((0..<3).map { index in { Future.succeeded(index * 2) } }, maxConcurrent: 2)
+        #expect(try all.peek()?.get() == [0, 2, 4])
+    }
+
     @Test("maxConcurrent larger than the input starts everything at once", arguments: FutureVariant.allCases)
     func wideLimit(variant: FutureVariant) throws {
         let harness = Harness(count: 4, variant: variant)
