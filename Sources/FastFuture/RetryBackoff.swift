@@ -9,6 +9,9 @@
 ///     backoff: .exponential(multiplier: 2, maxDelay: .seconds(1))
 /// ) { _ in send(request) }
 /// ```
+///
+/// A backoff only computes the waits; the waits themselves are timers of the retry, and
+/// cancelling the retry's future cancels the pending wait (no further attempt is made).
 public struct RetryBackoff: Sendable, Hashable {
     @usableFromInline
     internal enum _Kind: Sendable, Hashable {
@@ -23,7 +26,11 @@ public struct RetryBackoff: Sendable, Hashable {
         self._kind = kind
     }
 
-    /// The same wait, `delay`, after every failed attempt.
+    /// The same wait, `delay`, after every failed attempt (what `retry` does without a backoff).
+    ///
+    /// ```swift
+    /// RetryBackoff.constant.delay(after: 5, base: .seconds(1))   // 1 s
+    /// ```
     public static let constant = RetryBackoff(_kind: .constant)
 
     /// A wait that starts at `delay` and is multiplied by `multiplier` after every further
