@@ -34,7 +34,53 @@ extension Future {
     ) -> Future<Value> {
         precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
         let result = Future(_variant: variant, result: nil)
-        _RetryDriver(result: result, attempts: attempts, delay: delay, make: make).attempt(1)
+        _RetryDriver(
+            result: result, attempts: attempts, delay: delay, backoff: .constant, shouldRetry: nil, make: make
+        ).attempt(1)
+        return result
+    }
+
+    /// Calls `make(1)`, `make(2)`, ... until one of the futures it returns succeeds, `attempts`
+    /// of them have failed, or `shouldRetry` rejects an error; the wait between attempts grows
+    /// as `backoff` says.
+    ///
+    /// ```swift
+    /// let reply = Future<Reply>.retry(
+    ///     attempts: 6,
+    ///     delay: .milliseconds(100),                       // 100, 200, 400, 800, 1000 ms
+    ///     backoff: .exponential(multiplier: 2, maxDelay: .seconds(1)),
+    ///     while: { error in (error as? HTTPStatusError)?.statusCode != 404 }
+    /// ) { attempt in client.send(request) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - attempts: The most attempts to make; at least 1.
+    ///   - delay: The wait after the first failed attempt (default: none). Later waits follow
+    ///     `backoff` (see ``RetryBackoff/delay(after:base:)``).
+    ///   - backoff: How the wait grows (default ``RetryBackoff/constant``: always `delay`).
+    ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
+    ///   - shouldRetry: Called with the error of each failed attempt but the last; returning
+    ///     `false` stops retrying, and the returned future fails with that error at once
+    ///     (default: always retry). It runs where that attempt failed.
+    ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
+    /// - Returns: A future that succeeds with the first successful attempt's value, or fails
+    ///   with the error of the last attempt made. Cancelling it cancels the attempt in flight (or
+    ///   the pending wait) and stops retrying: neither `make` nor `shouldRetry` is called again.
+    /// - Note: Traps if `attempts < 1`. Threads and stack depth as in
+    ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers.
+    public static func retry(
+        attempts: Int,
+        delay: Duration = .zero,
+        backoff: RetryBackoff = .constant,
+        variant: FutureVariant = .lockFree,
+        while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
+        _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) -> Future<Value> {
+        precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
+        let result = Future(_variant: variant, result: nil)
+        _RetryDriver(
+            result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry, make: make
+        ).attempt(1)
         return result
     }
 }
@@ -53,12 +99,24 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
     let result: Future<Value>
     let attempts: Int
     let delay: Duration
+    let backoff: RetryBackoff
+    /// `nil`: retry after every error.
+    let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
     let make: @Sendable (_ attempt: Int) -> Future<Value>
 
-    init(result: Future<Value>, attempts: Int, delay: Duration, make: @escaping @Sendable (_ attempt: Int) -> Future<Value>) {
+    init(
+        result: Future<Value>,
+        attempts: Int,
+        delay: Duration,
+        backoff: RetryBackoff,
+        shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
+        make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) {
         self.result = result
         self.attempts = attempts
         self.delay = delay
+        self.backoff = backoff
+        self.shouldRetry = shouldRetry
         self.make = make
     }
 
@@ -88,7 +146,12 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
             return
         }
         if result.isComplete { return }  // cancelled: this failure is its CancellationError
-        guard delay > .zero else {
+        if let shouldRetry, case .failure(let error) = outcome, !shouldRetry(error) {
+            result._complete(outcome)
+            return
+        }
+        let wait = backoff.delay(after: number, base: delay)
+        guard wait > .zero else {
             attempt(number + 1)
             return
         }
@@ -99,6 +162,6 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         }
         // Armed only now that cancelling the result reaches it; if it fired earlier, its
         // attempt's future would be replaced as the upstream by this timer.
-        timer.start(deadline: _dispatchDeadline(after: delay))
+        timer.start(deadline: _dispatchDeadline(after: wait))
     }
 }

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A `pthread_mutex_t` guarding the mutable state of a driver object (`_BoundedAllDriver`):
+/// state that several threads update in steps, where a single atomic word is not enough.
+///
+/// A `pthread_mutex_t`, not `Synchronization.Mutex`: ThreadSanitizer on Linux does not see the
+/// latter. The mutex lives in its own allocation, a stable address (a `pthread_mutex_t` must not
+/// move once initialized).
+///
+/// - Note: `@unchecked Sendable`: the only stored property is an immutable pointer; the memory
+///   behind it is touched only through `pthread_mutex_*`, which are thread-safe.
+internal final class _DriverLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        let rc = pthread_mutex_init(mutex, nil)
+        precondition(rc == 0, "FastFuture: pthread_mutex_init failed (\(rc))")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` under the mutex. `body` must not call out to user code (closures, futures'
+    /// callbacks): that code could come back into the same driver and deadlock.
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

@@ -1,0 +1,198 @@
+import Dispatch
+import FastFuture
+import Testing
+
+/// How many makers whose futures complete at once the stack-depth test runs.
+private let synchronousMakers = Stress.rounds * 10
+
+/// `Future.all(_ makers:, maxConcurrent:)`.
+@Suite(.timeLimit(.minutes(1)))
+struct BoundedAllTests {
+    /// Makers that return pending futures and record what was started; the test completes
+    /// them by index.
+    final class Harness: Sendable {
+        let variant: FutureVariant
+        let promises: [Promise<Int>]
+        let started = LockedBox<[Int]>([])
+        let completed = LockedCounter()
+        let maxInFlight = LockedBox(0)
+
+        init(count: Int, variant: FutureVariant) {
+            self.variant = variant
+            promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        }
+
+        var makers: [@Sendable () -> Future<Int>] {
+            promises.indices.map { index in
+                { [self] in
+                    started.append(index)
+                    let inFlight = started.snapshot.count - completed.value
+                    maxInFlight.withLock { $0 = max($0, inFlight) }
+                    return promises[index].future
+                }
+            }
+        }
+
+        func succeed(_ index: Int, with value: Int? = nil) {
+            completed.increment()
+            promises[index].succeed(value ?? index * 10)
+        }
+
+        func fail(_ index: Int, _ error: any Error) {
+            completed.increment()
+            promises[index].fail(error)
+        }
+    }
+
+    @Test("No makers: succeeds with [] at once")
+    func empty() throws {
+        let all = Future<Int>.all([], maxConcurrent: 3)
+        #expect(try all.peek()?.get() == [])
+        #expect(all.variant == .lockFree)
+    }
+
+    @Test("At most maxConcurrent in flight; a completion starts the next; values in input order", arguments: FutureVariant.allCases)
+    func boundedAndOrdered(variant: FutureVariant) throws {
+        let harness = Harness(count: 7, variant: variant)
+        let all = Future.all(harness.makers, maxConcurrent: 3)
+        #expect(all.variant == variant)
+        #expect(harness.started.snapshot == [0, 1, 2])
+        harness.succeed(1)
+        #expect(harness.started.snapshot == [0, 1, 2, 3])
+        harness.succeed(3)
+        harness.succeed(2)
+        #expect(harness.started.snapshot == [0, 1, 2, 3, 4, 5])
+        harness.succeed(5)
+        harness.succeed(4)
+        harness.succeed(6)
+        #expect(!all.isComplete)  // 0 is still in flight
+        #expect(harness.started.snapshot == [0, 1, 2, 3, 4, 5, 6])
+        harness.succeed(0)
+        #expect(try all.peek()?.get() == [0, 10, 20, 30, 40, 50, 60])
+        #expect(harness.maxInFlight.snapshot == 3)
+    }
+
+    @Test("Makers written inline, as in the doc example, need no type annotation")
+    func inlineMakers() throws {
+        let all = Future.all((0..<3).map { index in { Future.succeeded(index * 2) } }, maxConcurrent: 2)
+        #expect(try all.peek()?.get() == [0, 2, 4])
+    }
+
+    @Test("maxConcurrent larger than the input starts everything at once", arguments: FutureVariant.allCases)
+    func wideLimit(variant: FutureVariant) throws {
+        let harness = Harness(count: 4, variant: variant)
+        let all = Future.all(harness.makers, maxConcurrent: 100)
+        #expect(harness.started.snapshot == [0, 1, 2, 3])
+        for index in [3, 2, 1, 0] { harness.succeed(index) }
+        #expect(try all.peek()?.get() == [0, 10, 20, 30])
+    }
+
+    @Test("Futures that complete at once run in a loop: constant stack, every value in order", arguments: FutureVariant.allCases)
+    func synchronousCompletionsDoNotRecurse(variant: FutureVariant) throws {
+        let makers: [@Sendable () -> Future<Int>] = (0..<synchronousMakers).map { index in
+            { .succeeded(index, variant: variant) }
+        }
+        let all = Future.all(makers, maxConcurrent: 2)
+        #expect(try all.peek()?.get() == Array(0..<synchronousMakers))
+    }
+
+    @Test("The first failure fails the whole, cancels the in-flight inputs and starts no more", arguments: FutureVariant.allCases)
+    func firstFailureStopsEverything(variant: FutureVariant) throws {
+        let harness = Harness(count: 6, variant: variant)
+        let all = Future.all(harness.makers, maxConcurrent: 3)
+        harness.succeed(0)
+        #expect(harness.started.snapshot == [0, 1, 2, 3])
+        harness.fail(2, TestFailure(2))
+        #expect(all.peek()?.failureValue as? TestFailure == TestFailure(2))
+        #expect(harness.promises[1].isCancelled && harness.promises[3].isCancelled)
+        #expect(!harness.promises[0].isCancelled)
+        #expect(harness.started.snapshot == [0, 1, 2, 3])  // 4 and 5 never started
+    }
+
+    @Test("A maker whose future fails at once stops the rest from starting", arguments: FutureVariant.allCases)
+    func synchronousFailure(variant: FutureVariant) throws {
+        let calls = LockedBox<[Int]>([])
+        let makers: [@Sendable () -> Future<Int>] = (0..<10).map { index in
+            {
+                calls.append(index)
+                return index == 3 ? .failed(TestFailure(3), variant: variant) : .succeeded(index, variant: variant)
+            }
+        }
+        let all = Future.all(makers, maxConcurrent: 2)
+        #expect(all.peek()?.failureValue as? TestFailure == TestFailure(3))
+        #expect(calls.snapshot == [0, 1, 2, 3])
+    }
+
+    @Test("Cancelling the result cancels the in-flight inputs and starts no more", arguments: FutureVariant.allCases)
+    func cancelStopsEverything(variant: FutureVariant) throws {
+        let harness = Harness(count: 5, variant: variant)
+        let all = Future.all(harness.makers, maxConcurrent: 2)
+        harness.succeed(0)
+        #expect(harness.started.snapshot == [0, 1, 2])
+        all.cancel()
+        #expect(all.peek()?.failureValue is CancellationError)
+        #expect(harness.promises[1].isCancelled && harness.promises[2].isCancelled)
+        #expect(!harness.promises[0].isCancelled)
+        #expect(harness.started.snapshot == [0, 1, 2])
+    }
+
+    @Test("Cancelled while a maker runs: that maker's future is cancelled, no more start", arguments: FutureVariant.allCases)
+    func cancelledFromInsideAMaker(variant: FutureVariant) throws {
+        let result = LockedBox<Future<[Int]>?>(nil)
+        let made = LockedBox<[Promise<Int>]>([])
+        let makers: [@Sendable () -> Future<Int>] = (0..<5).map { index in
+            {
+                let promise = Promise<Int>(variant: variant)
+                made.append(promise)
+                if index == 2 { result.snapshot?.cancel() }
+                return promise.future
+            }
+        }
+        let all = Future.all(makers, maxConcurrent: 1)
+        result.withLock { $0 = all }
+        made.snapshot[0].succeed(0)
+        made.snapshot[1].succeed(1)  // starts maker 2, which cancels the result
+        #expect(all.peek()?.failureValue is CancellationError)
+        #expect(made.snapshot.count == 3)
+        #expect(made.snapshot[2].isCancelled)
+    }
+
+    @Test("The result has the first input's variant", arguments: FutureVariant.allCases)
+    func variantOfFirstInput(variant: FutureVariant) {
+        let other: FutureVariant = variant == .lockFree ? .locked : .lockFree
+        let makers: [@Sendable () -> Future<Int>] = [
+            { Promise<Int>(variant: variant).future }, { Promise<Int>(variant: other).future },
+        ]
+        #expect(Future.all(makers, maxConcurrent: 1).variant == variant)
+    }
+
+    @Test("Inputs completed on other threads: the limit holds and every value arrives in order", arguments: FutureVariant.allCases)
+    func concurrentCompletions(variant: FutureVariant) async throws {
+        let count = 200
+        let limit = 4
+        let inFlight = LockedBox((now: 0, most: 0))
+        let makers: [@Sendable () -> Future<Int>] = (0..<count).map { index in
+            {
+                inFlight.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                let promise = Promise<Int>(variant: variant)
+                DispatchQueue.global().async {
+                    inFlight.withLock { $0.now -= 1 }
+                    promise.succeed(index)
+                }
+                return promise.future
+            }
+        }
+        let values = try await Future.all(makers, maxConcurrent: limit).value
+        #expect(values == Array(0..<count))
+        #expect(inFlight.snapshot.most <= limit)
+    }
+
+    @Test("maxConcurrent < 1 traps with a message naming it", arguments: [0, -1])
+    func maxConcurrentBelowOneTraps(limit: Int) async {
+        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [limit = limit as Int] in
+            _ = Future<Int>.all([{ .succeeded(1) }], maxConcurrent: limit)
+        }
+        let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("maxConcurrent >= 1"), "\(stderr)")
+    }
+}
