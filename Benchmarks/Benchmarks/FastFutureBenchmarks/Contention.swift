@@ -1,6 +1,8 @@
 // Multi-threaded scenarios: S4 (fan-out: many threads register callbacks on one future while
-// another thread completes it) and S5 (fill race: many threads race `tryComplete` on the same
-// futures). The threads are parked in a `WorkerPool` made in setup and released per iteration by
+// another thread completes it; also run on `ReferenceFuture`, a minimal Treiber-stack future kept
+// as a floor - a reference, not a product) and S5 (fill race: T threads race `tryComplete` on the
+// same futures; per future one call wins and T - 1 lose, and a losing call is a cheap load that
+// finds the future complete, which is why throughput can rise with T). The threads are parked in a `WorkerPool` made in setup and released per iteration by
 // semaphores; on a 2-core machine T = 16 oversubscribes the cores 8x, which is where a mutex
 // holder can be preempted with others queued behind it (they park in the kernel: the context
 // switches the suite records per iteration).
@@ -76,7 +78,42 @@ func registerS4() {
                 teardown: { fixture.tearDown() }
             )
         }
+        if #available(macOS 15.0, iOS 18.0, *) { registerS4Reference(threads: threads) }
     }
+}
+
+/// `S4.reference.T<n>`: the same fan-out on `ReferenceFuture`, a minimal Treiber-stack future (a
+/// reference, not a product), so the report can say how close `.lockFree` comes to that floor.
+@available(macOS 15.0, iOS 18.0, *)
+private func registerS4Reference(threads: Int) {
+    let perThread = Knobs.fanOutCallbacksPerThread
+    let completeAfter = Knobs.fanOutCompleteAfter
+    let fixture = Fixture()
+    Benchmark(
+        "S4.reference.T\(threads)",
+        configuration: .suite(maxDuration: Knobs.threadedMaxDuration, threaded: true),
+        closure: { benchmark in
+            let pool = fixture.pool!
+            let completeNow = DispatchSemaphore(value: 0)
+            let future = ReferenceFuture<Int>.make()
+            benchmark.countingContextSwitches {
+                pool.run { worker in
+                    if worker == threads {
+                        completeNow.wait()
+                        future.complete(worker)
+                        return
+                    }
+                    for index in 0..<perThread {
+                        future.whenComplete { value in blackHole(value) }
+                        if worker == 0, index == completeAfter { completeNow.signal() }
+                    }
+                }
+            }
+            check(future.isComplete, "S4: future not complete")
+        },
+        setup: { fixture.setUp(threads: threads + 1, nio: false) },
+        teardown: { fixture.tearDown() }
+    )
 }
 
 // MARK: - S5: fill race

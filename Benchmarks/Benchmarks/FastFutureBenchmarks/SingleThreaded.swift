@@ -38,6 +38,17 @@ func registerS1() {
         }
     }
 
+    // The floor: `ReferenceFuture`, a minimal Treiber-stack future (a reference, not a product).
+    if #available(macOS 15.0, iOS 18.0, *) {
+        Benchmark("S1.reference", configuration: .suite(scalingFactor: .kilo)) { benchmark in
+            for value in benchmark.scaledIterations {
+                let future = ReferenceFuture<Int>.make()
+                future.whenComplete { value in blackHole(value) }
+                future.complete(value)
+            }
+        }
+    }
+
     // The language's own one-shot: make a continuation, suspend on it, resume it (the resume
     // happens before the suspension completes, so the task continues without a hop).
     Benchmark("S1.continuation", configuration: .suite(scalingFactor: .kilo)) { benchmark async in

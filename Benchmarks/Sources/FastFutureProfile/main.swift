@@ -2,9 +2,12 @@
 // process to themselves (valgrind --tool=callgrind, perf). `scripts/bench-profile` drives it.
 //
 //     FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations]
+//     FastFutureProfile S1 reference [iterations]
 //
 // `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
 // counts - which, unlike times, do not move with the machine's load - can be compared too.
+// `reference` (S1 only) runs S1 on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
+// compare with, not a product.
 
 import FastFuture
 import NIOCore
@@ -52,6 +55,15 @@ func all(_ variant: FutureVariant, _ iterations: Int) {
     }
 }
 
+@available(macOS 15.0, iOS 18.0, *)
+func referenceS1(_ iterations: Int) {
+    for value in 0..<iterations {
+        let future = ReferenceFuture<Int>.make()
+        future.whenComplete { value in consume(value) }
+        future.complete(value)
+    }
+}
+
 func fail(_ message: String) -> Never {
     print(message)
     exit(2)
@@ -91,13 +103,17 @@ func nioAll(_ iterations: Int) {
     }
 }
 
-let usage = "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations]"
+let usage = "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations] | FastFutureProfile S1 reference [iterations]"
 let arguments = CommandLine.arguments
-guard arguments.count >= 3, ["lockFree", "locked", "nio"].contains(arguments[2]) else { fail(usage) }
+guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
 let variant: FutureVariant = arguments[2] == "locked" ? .locked : .lockFree
 switch (arguments[1], arguments[2]) {
 case ("S1", "nio"): nioS1(iterations)
+case ("S1", "reference"):
+    guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
+    referenceS1(iterations)
+case (_, "reference"): fail(usage)
 case ("S2", "nio"): nioS2(iterations)
 case ("all", "nio"): nioAll(iterations)
 case ("S1", _): s1(variant, iterations)
