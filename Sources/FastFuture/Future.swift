@@ -94,11 +94,20 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - variant: The synchronization variant (default `.lockFree`).
+    ///   - file: The creation site that a double completion's trap (and, in debug builds, the
+    ///     dropped-future warning) names; defaults to the caller's.
+    ///   - line: The creation line; defaults to the caller's.
     ///   - body: Called at once with the future's promise. If it throws, the future fails with
     ///     that error (unless `body` completed it first).
-    public convenience init(variant: FutureVariant = .lockFree, _ body: (Promise<Value>) throws -> Void) {
+    public convenience init(
+        variant: FutureVariant = .lockFree,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ body: (Promise<Value>) throws -> Void
+    ) {
         self.init(_variant: variant, result: nil)
-        let promise = Promise(_future: self, file: "Future.init(variant:_:)", line: 0)
+        let promise = Promise(_future: self, file: file, line: line)
+        if _isDebugAssertConfiguration() { _DroppedFutureCheck.record(self, file: file, line: line) }
         do {
             try body(promise)
         } catch {
@@ -129,6 +138,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     }
 
     deinit {
+        if _isDebugAssertConfiguration() { _DroppedFutureCheck.check(self, _core) }
         _core.deinitialize()
     }
 

@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// A `pthread_mutex_t` guarding the mutable state of a driver object (`_BoundedAllDriver`):
+/// A `pthread_mutex_t` guarding the mutable state of a driver object (`_BoundedAllDriver`, the
+/// debug-build `_DroppedFutureCheck`):
 /// state that several threads update in steps, where a single atomic word is not enough.
 ///
 /// A `pthread_mutex_t`, not `Synchronization.Mutex`: ThreadSanitizer on Linux does not see the
