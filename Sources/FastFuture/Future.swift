@@ -63,7 +63,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// `_State.inline`): written by the registrant that claimed the embedded node, before the
     /// push that publishes it; taken by whoever runs it. Function payloads only, so its layout
     /// does not depend on `Value` and destroying it needs no metadata.
-    @usableFromInline @exclusivity(unchecked) internal var _inlineHandler: _InlineHandler<Value>
+    @usableFromInline @exclusivity(unchecked) internal var _inlineHandler: _CallbackBody<Value>
 
     // MARK: Initializers
 
@@ -172,13 +172,29 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 
 // MARK: - The embedded first callback
 
-/// The first `.inline` callback of a future (see `Future._inlineHandler`).
+/// A `whenComplete`/`whenSuccess`/`whenFailure` body: in a `_HandlerNode`, or the first
+/// `.inline` callback of a future (`Future._inlineHandler`; `.none` when there is none).
 @usableFromInline
-internal enum _InlineHandler<Value: Sendable> {
+internal enum _CallbackBody<Value: Sendable>: Sendable {
     case none
     case complete(@Sendable (Result<Value, any Error>) -> Void)
     case success(@Sendable (Value) -> Void)
     case failure(@Sendable (any Error) -> Void)
+
+    /// Calls the body if it takes this result (`whenSuccess` bodies skip failures, and so on).
+    @inlinable
+    func run(with result: Result<Value, any Error>) {
+        switch (self, result) {
+        case (.complete(let body), _):
+            body(result)
+        case (.success(let body), .success(let value)):
+            body(value)
+        case (.failure(let body), .failure(let error)):
+            body(error)
+        case (.none, _), (.success, .failure), (.failure, .success):
+            break
+        }
+    }
 }
 
 extension Future {
@@ -186,7 +202,7 @@ extension Future {
     /// allocation. Returns `false` if it is taken (or the future is complete): then the caller
     /// allocates a node.
     @inlinable
-    internal func _registerInline(_ handler: _InlineHandler<Value>) -> Bool {
+    internal func _registerInline(_ handler: _CallbackBody<Value>) -> Bool {
         let core = _core
         guard core.claimInline() else { return false }
         _inlineHandler = handler
@@ -206,17 +222,7 @@ extension Future {
         let future = unsafeDowncast(future, to: Future<Value>.self)
         let handler = future._inlineHandler
         future._inlineHandler = .none
-        let result = future._completedResult
-        switch (handler, result) {
-        case (.complete(let body), _):
-            body(result)
-        case (.success(let body), .success(let value)):
-            body(value)
-        case (.failure(let body), .failure(let error)):
-            body(error)
-        case (.none, _), (.success, .failure), (.failure, .success):
-            break
-        }
+        handler.run(with: future._completedResult)
     }
 }
 

@@ -114,11 +114,7 @@ internal class _CallbackNode: @unchecked Sendable {
 @usableFromInline
 internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
     @usableFromInline
-    enum Handler: Sendable {
-        case complete(@Sendable (Result<Value, any Error>) -> Void)
-        case success(@Sendable (Value) -> Void)
-        case failure(@Sendable (any Error) -> Void)
-    }
+    typealias Handler = _CallbackBody<Value>
 
     @usableFromInline let handler: Handler
     @usableFromInline let executor: Executor
@@ -139,24 +135,10 @@ internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _C
     func _run(_ result: Result<Value, any Error>) {
         if Executor.self == InlineExecutor.self {
             // Inline: call straight through; no escaping closure, so no allocation.
-            Self._invoke(handler, with: result)
+            handler.run(with: result)
         } else {
             let handler = self.handler
-            executor.execute { Self._invoke(handler, with: result) }
-        }
-    }
-
-    @inlinable
-    static func _invoke(_ handler: Handler, with result: Result<Value, any Error>) {
-        switch (handler, result) {
-        case (.complete(let body), _):
-            body(result)
-        case (.success(let body), .success(let value)):
-            body(value)
-        case (.failure(let body), .failure(let error)):
-            body(error)
-        case (.success, .failure), (.failure, .success):
-            break
+            executor.execute { handler.run(with: result) }
         }
     }
 }
