@@ -29,7 +29,7 @@ import Darwin
 /// Costs: a future is one allocation; completing it allocates nothing.
 ///
 /// - Note: `Future` is `Sendable`: all its mutable state is either atomic words, accessed only
-///   through the C11 shim (or, `.locked`, under the future's mutex), or `_result`, which is
+///   through the C11 shim (or, `.locked`, under the future's mutex), or `_resultCell`, which is
 ///   written once by the single winner of the claim before the publishing exchange (release),
 ///   and read only after an acquire that observed COMPLETED (or under the mutex after COMPLETED
 ///   was set under it). Hence `@unchecked Sendable`.
@@ -51,13 +51,16 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// Never read or written as a Swift property after `init`.
     @usableFromInline internal var _words: _FutureWords
 
-    /// The result: written once by the claim's winner, read after COMPLETED was observed.
-    /// Exclusivity checking is off because accesses are ordered by the state word instead.
-    /// Not `Result<Value, any Error>?`: destroying a stored property of generic type happens in
-    /// the class's unspecialized deinit, which must look up the property type's metadata on every
-    /// call - two lookups for `Optional<Result<...>>`, one for this enum (about 330 instructions
-    /// each, 15% of a create/callback/complete cycle).
-    @usableFromInline @exclusivity(unchecked) internal var _result: _ResultSlot<Value>
+    /// The result, in raw memory (see `_ResultCell`): written once by the claim's winner, read
+    /// after COMPLETED was observed; only ever touched through `_resultCellPointer`. Exclusivity
+    /// checking is off because accesses are ordered by the state word instead.
+    ///
+    /// Not a stored property of a type that mentions `Value` (`Result<Value, any Error>?`, or an
+    /// enum): the class's deinit is unspecialized, and destroying such a property looks up its
+    /// type's metadata on every call - about 330 instructions, a quarter of a whole
+    /// create/callback/complete cycle. Destroyed by hand in `deinit` instead, with the metadata
+    /// of `Value` itself, which the class's own metadata holds.
+    @usableFromInline @exclusivity(unchecked) internal var _resultCell: _ResultCell
 
     /// The first `.inline` callback, kept in the future instead of a node of its own (see
     /// `_State.inline`): written by the registrant that claimed the embedded node, before the
@@ -78,8 +81,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         let state: UInt = result == nil ? 0 : _State.completed | _State.claimed
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
-        self._result = _ResultSlot(result)
+        self._resultCell = _ResultCell()
         self._inlineHandler = .none
+        assert(
+            withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) }
+                == UnsafeMutableRawPointer(_resultCellPointer),
+            "FastFuture: _resultCell is not where _ResultCell.offsetInFuture says")
+        if let result { _storeResult(result) }
     }
 
     /// Creates a future by handing its promise to `body`: the way to wrap a callback-style API.
@@ -139,6 +147,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 
     deinit {
         if _isDebugAssertConfiguration() { _DroppedFutureCheck.check(self, _core) }
+        _destroyResult()
         _core.deinitialize()
     }
 
@@ -166,7 +175,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// the mutex).
     @inlinable
     internal var _completedResult: Result<Value, any Error> {
-        _result.completed
+        let cell = _resultCellPointer
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
+        case _ResultCell.value: return .success(payload.assumingMemoryBound(to: Value.self).pointee)
+        case _ResultCell.error: return .failure(payload.assumingMemoryBound(to: (any Error).self).pointee)
+        case _ResultCell.boxedValue: return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
+        default: fatalError("FastFuture internal error: read the result of a pending future")
+        }
     }
 }
 
@@ -226,31 +242,97 @@ extension Future {
     }
 }
 
-// MARK: - The result slot
+// MARK: - The result cell
 
-/// A future's result, or nothing yet (see `Future._result`).
+/// A future's result in raw memory: a tag and three words that hold the value (if it fits, as
+/// most do: an `Int`, a `String`, an array, a reference, a small struct), the error, or a box
+/// holding a larger value. Its type does not mention `Value`, so the class's deinit needs no
+/// metadata lookup for it (see `Future._resultCell`).
 @usableFromInline
-internal enum _ResultSlot<Value: Sendable> {
-    case pending
-    case success(Value)
-    case failure(any Error)
+internal struct _ResultCell {
+    @usableFromInline static let pending: UInt8 = 0
+    @usableFromInline static let value: UInt8 = 1
+    @usableFromInline static let error: UInt8 = 2
+    @usableFromInline static let boxedValue: UInt8 = 3
+
+    @usableFromInline var tag: UInt8
+    @usableFromInline var payload: (UInt, UInt, UInt)
 
     @inlinable
-    init(_ result: Result<Value, any Error>?) {
-        switch result {
-        case .success(let value)?: self = .success(value)
-        case .failure(let error)?: self = .failure(error)
-        case nil: self = .pending
-        }
+    init() {
+        tag = Self.pending
+        payload = (0, 0, 0)
     }
 
-    /// The result of a complete future.
+    /// Where the payload starts, from the cell's start.
     @inlinable
-    var completed: Result<Value, any Error> {
-        switch self {
-        case .success(let value): return .success(value)
-        case .failure(let error): return .failure(error)
-        case .pending: fatalError("FastFuture internal error: read the result of a pending future")
+    static var payloadOffset: Int { MemoryLayout<_ResultCell>.offset(of: \.payload).unsafelyUnwrapped }
+
+    /// Where the cell starts in a future's stored properties: right after `_words`.
+    @inlinable
+    static var offsetInFuture: Int {
+        let alignment = MemoryLayout<_ResultCell>.alignment
+        return (MemoryLayout<_FutureWords>.size + alignment - 1) & ~(alignment - 1)
+    }
+}
+
+/// A value too large (or too aligned) for a `_ResultCell`'s three words.
+@usableFromInline
+internal final class _ResultBox<Value: Sendable>: Sendable {
+    @usableFromInline let value: Value
+
+    @inlinable
+    init(_ value: Value) {
+        self.value = value
+    }
+}
+
+extension Future {
+    /// Whether a value fits in the cell's payload.
+    @inlinable
+    internal static var _valueIsInline: Bool {
+        MemoryLayout<Value>.size <= MemoryLayout<(UInt, UInt, UInt)>.size
+            && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
+    }
+
+    /// The result cell (a stable address: a class instance never moves).
+    @inlinable
+    internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
+        (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(to: _ResultCell.self)
+    }
+
+    /// Writes the result (the claim's winner, before its publish; or `init`).
+    @inlinable
+    internal func _storeResult(_ result: Result<Value, any Error>) {
+        let cell = _resultCellPointer
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        let tag: UInt8
+        switch result {
+        case .success(let value):
+            if Self._valueIsInline {
+                payload.initializeMemory(as: Value.self, repeating: value, count: 1)
+                tag = _ResultCell.value
+            } else {
+                payload.initializeMemory(as: _ResultBox<Value>.self, repeating: _ResultBox(value), count: 1)
+                tag = _ResultCell.boxedValue
+            }
+        case .failure(let error):
+            payload.initializeMemory(as: (any Error).self, repeating: error, count: 1)
+            tag = _ResultCell.error
+        }
+        cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = tag
+    }
+
+    /// Destroys the result, if any (deinit: the last reference is gone).
+    @usableFromInline
+    internal func _destroyResult() {
+        let cell = _resultCellPointer
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
+        case _ResultCell.value: payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+        case _ResultCell.error: payload.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
+        case _ResultCell.boxedValue: payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
+        default: break
         }
     }
 }
@@ -283,7 +365,7 @@ extension Future {
         let core = _core
         let outcome = core.claim(byCancel: byCancel)
         guard case .won = outcome else { return outcome }
-        _result = _ResultSlot(result)
+        _storeResult(result)
         let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
         // Waiters first: they wait for the result, not for the callbacks.
         if waiters != 0 {

@@ -226,7 +226,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
 extension Future {
     /// The result of a future that completed before the caller's synchronization point that did
     /// not itself acquire this future's state word (an aggregator's countdown): `peek()`'s
-    /// acquire makes reading `_result` safe on its own.
+    /// acquire makes reading the result safe on its own.
     @inlinable
     internal var _completedResultAcquiring: Result<Value, any Error> {
         guard let result = peek() else { fatalError("FastFuture internal error: input not complete") }
