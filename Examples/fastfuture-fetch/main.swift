@@ -13,12 +13,12 @@ import FastFuture
 import FastFutureFoundation
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Arguments
@@ -82,8 +82,9 @@ func parse(_ arguments: [String]) -> Command {
             continue
         }
         guard let url = URL(string: argument), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https",
-              let host = url.host(percentEncoded: false), !host.isEmpty else {
+            scheme == "http" || scheme == "https",
+            let host = url.host(percentEncoded: false), !host.isEmpty
+        else {
             return .bad("'\(argument)' is not an http:// or https:// URL")
         }
         options.urls.append(url)
@@ -131,7 +132,7 @@ func fetch(_ options: Options) -> Int32 {
     // Ctrl-C: cancel every request; each cancellation reaches its URLSessionTask. The combined
     // future still completes (allSettled never fails), so what finished in time is printed too.
     let interrupted = Promise<Void>()
-    signal(SIGINT, SIG_IGN) // let the dispatch source, not the default handler, see SIGINT
+    signal(SIGINT, SIG_IGN)  // let the dispatch source, not the default handler, see SIGINT
     let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
     interrupts.setEventHandler {
         if interrupted.tryComplete(.success(())) {

@@ -30,7 +30,8 @@ extension Future {
     public static func allSettled(_ futures: some Collection<Future<Value>>) -> Future<[Result<Value, any Error>]> {
         let count = futures.count
         if count == 0 { return .succeeded([]) }
-        return _Aggregator<Value, [Result<Value, any Error>]>.start(futures, count: count, mode: .allSettled) { inputs in
+        return _Aggregator<Value, [Result<Value, any Error>]>.start(futures, count: count, mode: .allSettled) {
+            inputs in
             inputs.map { $0._completedResultAcquiring }
         }
     }

@@ -37,7 +37,9 @@ extension Future {
     ///   - variant: The synchronization variant (default `.lockFree`).
     /// - Returns: A complete future. Cancelling it does nothing (it is already complete).
     @inlinable
-    public static func completed(_ result: Result<Value, some Error>, variant: FutureVariant = .lockFree) -> Future<Value> {
+    public static func completed(_ result: Result<Value, some Error>, variant: FutureVariant = .lockFree) -> Future<
+        Value
+    > {
         switch result {
         case .success(let value): return .succeeded(value, variant: variant)
         case .failure(let error): return .failed(error, variant: variant)

@@ -1,11 +1,11 @@
 import AtomicsShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A value, or an error, that becomes available later: the consumer side of a ``Promise``.
@@ -180,7 +180,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value: return .success(payload.assumingMemoryBound(to: Value.self).pointee)
         case _ResultCell.error: return .failure(payload.assumingMemoryBound(to: (any Error).self).pointee)
-        case _ResultCell.boxedValue: return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
+        case _ResultCell.boxedValue:
+            return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
         default: fatalError("FastFuture internal error: read the result of a pending future")
         }
     }
@@ -298,7 +299,8 @@ extension Future {
     /// The result cell (a stable address: a class instance never moves).
     @inlinable
     internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
-        (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(to: _ResultCell.self)
+        (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+            to: _ResultCell.self)
     }
 
     /// Writes the result (the claim's winner, before its publish; or `init`).
@@ -389,7 +391,8 @@ extension Future {
     /// to it if this future was cancelled.
     @usableFromInline @inline(never)
     internal func _finishUpstream(_ word: UInt, cancel: Bool) {
-        let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped).takeRetainedValue()
+        let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+            .takeRetainedValue()
         if cancel, let target = object as? any _Cancellable {
             _Trampoline.run(.cancel(target))
         }

@@ -1,11 +1,11 @@
 import AtomicsShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What a combinator's inputs report to: `all`, `allSettled`, `first`, `race` (see
@@ -18,8 +18,9 @@ internal protocol _InputSink: AnyObject, Sendable {
 }
 
 /// The node a combinator registers on each input: it reports the input's result and index.
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sendable {
     @usableFromInline let sink: Sink
     @usableFromInline let index: Int
 

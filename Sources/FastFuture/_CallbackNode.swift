@@ -111,8 +111,9 @@ internal class _CallbackNode: @unchecked Sendable {
 // MARK: - User callbacks
 
 /// A `whenComplete`/`whenSuccess`/`whenFailure` registration.
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _CallbackNode, @unchecked Sendable {
     @usableFromInline
     typealias Handler = _CallbackBody<Value>
 
@@ -144,8 +145,9 @@ internal final class _HandlerNode<Value: Sendable, Executor: FutureExecutor>: _C
 }
 
 /// An `onCancel` handler.
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _CancelHandlerNode: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal final class _CancelHandlerNode: _CallbackNode, @unchecked Sendable {
     @usableFromInline let handler: @Sendable () -> Void
 
     @inlinable

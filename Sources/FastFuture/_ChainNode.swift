@@ -13,8 +13,9 @@
 /// - Note: A node is owned by one thread at a time: the one running it after taking it from a
 ///   stack, until it pushes it onto the inner future's stack (a release). So `_awaitingInner`
 ///   needs no synchronization of its own.
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable {
     @usableFromInline final let derived: Future<Output>
     @usableFromInline @exclusivity(unchecked) final var _awaitingInner = false
 
@@ -75,8 +76,11 @@ internal enum _StepOutput<Output: Sendable> {
 
 // MARK: - Steps on the value: map, flatMap
 
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor: FutureExecutor>: _ChainNode<Output>, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor: FutureExecutor>: _ChainNode<Output>,
+    @unchecked Sendable
+{
     @usableFromInline
     enum Body: Sendable {
         case map(@Sendable (Input) throws -> Output)
@@ -132,8 +136,9 @@ internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor:
 
 // MARK: - Steps on the error or the whole result: recover, flatMapError, mapError, always
 
+// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: _ChainNode<Value>, @unchecked Sendable {  // unchecked: one owner at a time (see _CallbackNode)
+internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: _ChainNode<Value>, @unchecked Sendable {
     @usableFromInline
     enum Body: Sendable {
         case recover(@Sendable (any Error) throws -> Value)

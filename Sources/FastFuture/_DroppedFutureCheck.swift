@@ -1,11 +1,11 @@
 import AtomicsShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Debug builds: warns, once per creation site, when a pending future is freed while callbacks

@@ -1,11 +1,11 @@
 import AtomicsShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - The words
@@ -162,7 +162,8 @@ internal struct _FutureCore {
     var mutex: _FutureLock? {
         // `isLocked` is immutable after init: a plain read (of the field alone: `words.pointee`
         // would copy the whole struct, closure included).
-        let isLocked = (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
+        let isLocked =
+            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
             .assumingMemoryBound(to: Bool.self).pointee
         guard isLocked else { return nil }
         return _FutureLock(
@@ -373,7 +374,9 @@ internal struct _FutureCore {
             _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
             // release (CAS success): publishes the node's fields, including `_next`, to the
             // acquire that will take the stack (`publish`).
-            if ff_atomic_word_cmpxchg_weak_release_acquire(state, &current, UInt(bitPattern: raw) | (current & _State.flagMask)) {
+            if ff_atomic_word_cmpxchg_weak_release_acquire(
+                state, &current, UInt(bitPattern: raw) | (current & _State.flagMask))
+            {
                 return nil
             }
         }
@@ -430,7 +433,8 @@ internal struct _FutureCore {
     @usableFromInline
     func deinitialize() {
         let current = ff_atomic_word_load_relaxed(state)
-        if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {
+        if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
+        {
             // Never completed (its promise was dropped): free the callbacks, running none.
             _CallbackNode._releaseList(head, inlineNode: inlineNode)
         }

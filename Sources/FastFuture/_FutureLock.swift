@@ -1,11 +1,11 @@
 import AtomicsShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The storage of a `.locked` future's lock, inside the future (see `_FutureWords`): no
@@ -18,18 +18,18 @@ import Darwin
 /// ThreadSanitizer sees both: the futex lock is made of C11 atomics (acquire to lock, release to
 /// unlock), and TSan knows `os_unfair_lock`.
 #if canImport(Darwin)
-@usableFromInline typealias _LockStorage = os_unfair_lock_s
+    @usableFromInline typealias _LockStorage = os_unfair_lock_s
 #else
-@usableFromInline typealias _LockStorage = ff_atomic_u32
+    @usableFromInline typealias _LockStorage = ff_atomic_u32
 #endif
 
 extension _LockStorage {
     @inlinable
     static var unlocked: _LockStorage {
         #if canImport(Darwin)
-        return os_unfair_lock_s()
+            return os_unfair_lock_s()
         #else
-        return ff_atomic_u32_make(0)
+            return ff_atomic_u32_make(0)
         #endif
     }
 }
@@ -57,38 +57,40 @@ internal struct _FutureLock {
     @inlinable
     func lock() {
         #if canImport(Darwin)
-        os_unfair_lock_lock(word)
+            os_unfair_lock_lock(word)
         #else
-        var expected: UInt32 = 0
-        if ff_atomic_u32_cmpxchg_strong_acquire_relaxed(word, &expected, 1) { return }
-        lockContended()
+            var expected: UInt32 = 0
+            if ff_atomic_u32_cmpxchg_strong_acquire_relaxed(word, &expected, 1) { return }
+            lockContended()
         #endif
     }
 
     @inlinable
     func unlock() {
         #if canImport(Darwin)
-        os_unfair_lock_unlock(word)
+            os_unfair_lock_unlock(word)
         #else
-        if ff_atomic_u32_exchange_release(word, 0) == 2 { ff_atomic_u32_wake_one(word) }
+            if ff_atomic_u32_exchange_release(word, 0) == 2 { ff_atomic_u32_wake_one(word) }
         #endif
     }
 
     #if !canImport(Darwin)
-    @usableFromInline @inline(never)
-    func lockContended() {
-        for _ in 0..<64 {
-            var expected: UInt32 = 0
-            if ff_atomic_u32_load_relaxed(word) == 0, ff_atomic_u32_cmpxchg_strong_acquire_relaxed(word, &expected, 1) {
-                return
+        @usableFromInline @inline(never)
+        func lockContended() {
+            for _ in 0..<64 {
+                var expected: UInt32 = 0
+                if ff_atomic_u32_load_relaxed(word) == 0,
+                    ff_atomic_u32_cmpxchg_strong_acquire_relaxed(word, &expected, 1)
+                {
+                    return
+                }
+            }
+            // Mark the word contended (2), so the holder's unlock wakes a sleeper; an exchange that
+            // returns 0 took the lock (as contended: at worst one needless wake-up later).
+            while ff_atomic_u32_exchange_acquire(word, 2) != 0 {
+                ff_atomic_u32_wait(word, 2)
             }
         }
-        // Mark the word contended (2), so the holder's unlock wakes a sleeper; an exchange that
-        // returns 0 took the lock (as contended: at worst one needless wake-up later).
-        while ff_atomic_u32_exchange_acquire(word, 2) != 0 {
-            ff_atomic_u32_wait(word, 2)
-        }
-    }
     #endif
 
     /// Runs `body` with the lock held.

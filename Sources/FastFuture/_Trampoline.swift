@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One unit of work a thread's trampoline runs.
@@ -63,9 +63,9 @@ internal final class _Trampoline {
         let rc = pthread_key_create(&key) { raw in
             // The thread is exiting: release its trampoline.
             #if canImport(Darwin)
-            Unmanaged<_Trampoline>.fromOpaque(raw).release()
+                Unmanaged<_Trampoline>.fromOpaque(raw).release()
             #else
-            if let raw { Unmanaged<_Trampoline>.fromOpaque(raw).release() }
+                if let raw { Unmanaged<_Trampoline>.fromOpaque(raw).release() }
             #endif
         }
         precondition(rc == 0, "FastFuture: pthread_key_create failed (\(rc))")

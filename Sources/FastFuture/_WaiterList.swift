@@ -2,11 +2,11 @@ import AtomicsShim
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Waiters
@@ -32,8 +32,9 @@ internal class _Waiter: @unchecked Sendable {
 }
 
 /// Wakes a thread parked in `wait()`/`wait(timeout:)`.
+// Unchecked: see _Waiter
 @usableFromInline
-internal final class _ThreadWaiter: _Waiter, @unchecked Sendable {  // unchecked: see _Waiter
+internal final class _ThreadWaiter: _Waiter, @unchecked Sendable {
     let semaphore = DispatchSemaphore(value: 0)
 
     override func wake(_ future: AnyObject) {
@@ -169,8 +170,10 @@ internal enum _WaiterList {
                 let found: (Slot, Int)?? = segment.withUnsafeMutablePointerToElements { slots in
                     for index in low..<high {
                         let slot = slots + index
-                        // relaxed: a hint only; the CAS below decides.
-                        let seen = ff_atomic_word_load_relaxed(slot)
+                        // acquire: a FIRED seen here says "complete" and the caller then reads the
+                        // result, so this must pair with the completer's release exchange (found
+                        // by ThreadSanitizer); for anything else it is a hint, the CAS decides.
+                        let seen = ff_atomic_word_load_acquire(slot)
                         if seen == fired { return .some(nil) }
                         if seen != 0 { continue }
                         switch compareExchange(slot, expected: 0, desired: token, mutex) {

@@ -10,7 +10,7 @@
 public import FastFuture
 public import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension FutureTimeoutError: LocalizedError {

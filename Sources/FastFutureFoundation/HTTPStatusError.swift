@@ -7,7 +7,7 @@
 
 public import Foundation
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+    public import FoundationNetworking
 #endif
 
 /// The server answered, but with a status code outside `200...299`.

@@ -8,7 +8,7 @@
 public import FastFuture
 public import Foundation
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+    public import FoundationNetworking
 #endif
 
 extension URLSession {
@@ -93,10 +93,13 @@ extension URLSession {
             return .failure(URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request has no URL."]))
         }
         func failure(_ code: URLError.Code, _ description: String) -> Result<URLRequest, URLError> {
-            .failure(URLError(code, userInfo: [
-                NSLocalizedDescriptionKey: description,
-                NSURLErrorFailingURLErrorKey: url,
-            ]))
+            .failure(
+                URLError(
+                    code,
+                    userInfo: [
+                        NSLocalizedDescriptionKey: description,
+                        NSURLErrorFailingURLErrorKey: url,
+                    ]))
         }
         guard let scheme = url.scheme else {
             return failure(.unsupportedURL, "The URL \"\(url.absoluteString)\" has no scheme; expected http or https.")

@@ -10,7 +10,7 @@ import FastFutureFoundation
 import Foundation
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Localized errors")
@@ -32,13 +32,16 @@ struct LocalizedErrorTests {
             error.localizedDescription
                 == "All 2 inputs failed: [1] plain failure; [2] The operation timed out: the future did not complete in time."
         )
-        #expect((AllFailedError(errors: []) as any Error).localizedDescription == "There was nothing to wait for: no inputs.")
+        #expect(
+            (AllFailedError(errors: []) as any Error).localizedDescription
+                == "There was nothing to wait for: no inputs.")
     }
 
     @Test("HTTPStatusError.localizedDescription names the status and URL")
     func httpStatus() throws {
         let url = try #require(URL(string: "https://example.com/missing"))
-        let response = try #require(HTTPURLResponse(url: url, statusCode: 404, httpVersion: "HTTP/1.1", headerFields: nil))
+        let response = try #require(
+            HTTPURLResponse(url: url, statusCode: 404, httpVersion: "HTTP/1.1", headerFields: nil))
         let error: any Error = HTTPStatusError(response: response, body: Data("nope".utf8))
         let text = error.localizedDescription
         #expect(text.hasPrefix("The server answered 404 ("), "\(text)")

@@ -11,9 +11,9 @@ import FastFuture
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A minimal HTTP/1.1 server for tests, listening on `127.0.0.1:port` (port chosen by the OS).
@@ -169,7 +169,7 @@ final class TestHTTPServer: @unchecked Sendable {
     }
 
     private func acceptLoop() {
-        defer { wake() } // out of time: take the connection threads down too
+        defer { wake() }  // out of time: take the connection threads down too
         // Bounded by the deadline (see `waitReadable`) and by `maxConnections`.
         for _ in 0..<Self.maxConnections {
             guard waitReadable(listenFD) == .ready else { return }
@@ -261,7 +261,8 @@ final class TestHTTPServer: @unchecked Sendable {
         // Bounded: every pass adds at least one byte or returns, and the total is capped.
         while headEnd == nil {
             guard buffer.count <= Self.maxRequestBytes, waitReadable(fd) == .ready,
-                  let chunk = Socket.receive(fd), !chunk.isEmpty else { return nil }
+                let chunk = Socket.receive(fd), !chunk.isEmpty
+            else { return nil }
             let searchFrom = max(0, buffer.count - 3)
             buffer += chunk
             headEnd = Self.find([13, 10, 13, 10], in: buffer, from: searchFrom)
@@ -286,7 +287,9 @@ final class TestHTTPServer: @unchecked Sendable {
             body += chunk
         }
         let target = String(requestLine[1])
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? target
+        let path =
+            target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            ?? target
         return Request(method: String(requestLine[0]), path: path, body: Array(body.prefix(contentLength)))
     }
 
@@ -296,7 +299,7 @@ final class TestHTTPServer: @unchecked Sendable {
         var discarded = 0
         while discarded <= Self.maxRequestBytes {
             guard waitReadable(fd) == .ready else { return false }
-            guard let chunk = Socket.receive(fd), !chunk.isEmpty else { return true } // EOF or reset
+            guard let chunk = Socket.receive(fd), !chunk.isEmpty else { return true }  // EOF or reset
             discarded += chunk.count
         }
         return false
@@ -340,9 +343,9 @@ enum Socket {
     }
 
     #if canImport(Glibc)
-    private static let stream = Int32(SOCK_STREAM.rawValue)
+        private static let stream = Int32(SOCK_STREAM.rawValue)
     #else
-    private static let stream = SOCK_STREAM
+        private static let stream = SOCK_STREAM
     #endif
 
     /// A TCP socket listening on 127.0.0.1 with an OS-assigned port.
@@ -370,10 +373,10 @@ enum Socket {
         guard fd >= 0 else { throw Failure(call: "socket", errno: errno) }
         var address = sockaddr_in()
         #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0 // let the OS choose
+        address.sin_port = 0  // let the OS choose
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) {
@@ -423,16 +426,16 @@ enum Socket {
     }
 
     #if canImport(Glibc)
-    private static let noSignal = Int32(MSG_NOSIGNAL)
+        private static let noSignal = Int32(MSG_NOSIGNAL)
     #else
-    private static let noSignal: Int32 = 0
+        private static let noSignal: Int32 = 0
     #endif
 
     /// A peer that closed early must not kill the test process with SIGPIPE.
     static func disableSIGPIPE(_ fd: Int32) {
         #if canImport(Darwin)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
         // Linux: every `send` passes MSG_NOSIGNAL instead.
     }

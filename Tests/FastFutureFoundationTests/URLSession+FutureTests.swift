@@ -10,7 +10,7 @@ import FastFuture
 import FastFutureFoundation
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Testing
 
@@ -331,15 +331,17 @@ struct URLSessionFutureTests {
         var code: URLError.Code
     }
 
-    @Test("a malformed request fails at once with a clear URLError", arguments: [
-        Malformed(testDescription: "no URL", url: nil, code: .badURL),
-        Malformed(testDescription: "no host", url: "http:///hello", code: .badURL),
-        Malformed(testDescription: "no scheme", url: "relative/path", code: .unsupportedURL),
-        Malformed(testDescription: "ftp", url: "ftp://127.0.0.1/file", code: .unsupportedURL),
-        Malformed(testDescription: "file", url: "file:///etc/hostname", code: .unsupportedURL),
-        Malformed(testDescription: "data", url: "data:,hello", code: .unsupportedURL),
-        Malformed(testDescription: "mailto", url: "mailto:someone@example.com", code: .unsupportedURL),
-    ])
+    @Test(
+        "a malformed request fails at once with a clear URLError",
+        arguments: [
+            Malformed(testDescription: "no URL", url: nil, code: .badURL),
+            Malformed(testDescription: "no host", url: "http:///hello", code: .badURL),
+            Malformed(testDescription: "no scheme", url: "relative/path", code: .unsupportedURL),
+            Malformed(testDescription: "ftp", url: "ftp://127.0.0.1/file", code: .unsupportedURL),
+            Malformed(testDescription: "file", url: "file:///etc/hostname", code: .unsupportedURL),
+            Malformed(testDescription: "data", url: "data:,hello", code: .unsupportedURL),
+            Malformed(testDescription: "mailto", url: "mailto:someone@example.com", code: .unsupportedURL),
+        ])
     func malformedRequest(_ malformed: Malformed) throws {
         var request = URLRequest(url: URL(string: "http://127.0.0.1/")!)
         request.url = malformed.url.map { URL(string: $0)! }

@@ -51,7 +51,9 @@ struct BoundedAllTests {
         #expect(all.variant == .lockFree)
     }
 
-    @Test("At most maxConcurrent in flight; a completion starts the next; values in input order", arguments: FutureVariant.allCases)
+    @Test(
+        "At most maxConcurrent in flight; a completion starts the next; values in input order",
+        arguments: FutureVariant.allCases)
     func boundedAndOrdered(variant: FutureVariant) throws {
         let harness = Harness(count: 7, variant: variant)
         let all = Future.all(harness.makers, maxConcurrent: 3)
@@ -87,7 +89,9 @@ struct BoundedAllTests {
         #expect(try all.peek()?.get() == [0, 10, 20, 30])
     }
 
-    @Test("Futures that complete at once run in a loop: constant stack, every value in order", arguments: FutureVariant.allCases)
+    @Test(
+        "Futures that complete at once run in a loop: constant stack, every value in order",
+        arguments: FutureVariant.allCases)
     func synchronousCompletionsDoNotRecurse(variant: FutureVariant) throws {
         let makers: [@Sendable () -> Future<Int>] = (0..<synchronousMakers).map { index in
             { .succeeded(index, variant: variant) }
@@ -96,7 +100,9 @@ struct BoundedAllTests {
         #expect(try all.peek()?.get() == Array(0..<synchronousMakers))
     }
 
-    @Test("The first failure fails the whole, cancels the in-flight inputs and starts no more", arguments: FutureVariant.allCases)
+    @Test(
+        "The first failure fails the whole, cancels the in-flight inputs and starts no more",
+        arguments: FutureVariant.allCases)
     func firstFailureStopsEverything(variant: FutureVariant) throws {
         let harness = Harness(count: 6, variant: variant)
         let all = Future.all(harness.makers, maxConcurrent: 3)
@@ -136,7 +142,9 @@ struct BoundedAllTests {
         #expect(harness.started.snapshot == [0, 1, 2])
     }
 
-    @Test("Cancelled while a maker runs: that maker's future is cancelled, no more start", arguments: FutureVariant.allCases)
+    @Test(
+        "Cancelled while a maker runs: that maker's future is cancelled, no more start",
+        arguments: FutureVariant.allCases)
     func cancelledFromInsideAMaker(variant: FutureVariant) throws {
         let result = LockedBox<Future<[Int]>?>(nil)
         let made = LockedBox<[Promise<Int>]>([])
@@ -166,14 +174,19 @@ struct BoundedAllTests {
         #expect(Future.all(makers, maxConcurrent: 1).variant == variant)
     }
 
-    @Test("Inputs completed on other threads: the limit holds and every value arrives in order", arguments: FutureVariant.allCases)
+    @Test(
+        "Inputs completed on other threads: the limit holds and every value arrives in order",
+        arguments: FutureVariant.allCases)
     func concurrentCompletions(variant: FutureVariant) async throws {
         let count = 200
         let limit = 4
         let inFlight = LockedBox((now: 0, most: 0))
         let makers: [@Sendable () -> Future<Int>] = (0..<count).map { index in
             {
-                inFlight.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                inFlight.withLock {
+                    $0.now += 1
+                    $0.most = max($0.most, $0.now)
+                }
                 let promise = Promise<Int>(variant: variant)
                 DispatchQueue.global().async {
                     inFlight.withLock { $0.now -= 1 }
@@ -189,7 +202,8 @@ struct BoundedAllTests {
 
     @Test("maxConcurrent < 1 traps with a message naming it", arguments: [0, -1])
     func maxConcurrentBelowOneTraps(limit: Int) async {
-        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [limit = limit as Int] in
+        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            [limit = limit as Int] in
             _ = Future<Int>.all([{ .succeeded(1) }], maxConcurrent: limit)
         }
         let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)

@@ -44,7 +44,9 @@ import Testing
         #expect(order.snapshot == Array(0..<Self.fifoCount))
     }
 
-    @Test("Each callback runs exactly once, with the result; later completion attempts run nothing", arguments: FutureVariant.allCases)
+    @Test(
+        "Each callback runs exactly once, with the result; later completion attempts run nothing",
+        arguments: FutureVariant.allCases)
     func exactlyOnce(variant: FutureVariant) {
         let promise = Promise<String>(variant: variant)
         let completes = LockedBox<[String]>([])
@@ -99,8 +101,9 @@ import Testing
         #expect(ran == [completer, completer])
     }
 
-    @Test("A callback on a complete future runs at once, on the registering thread, before whenComplete returns",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A callback on a complete future runs at once, on the registering thread, before whenComplete returns",
+        arguments: FutureVariant.allCases)
     func lateCallbacksRunAtOnce(variant: FutureVariant) {
         for failing in [false, true] {
             let promise = Promise<String>(variant: variant)
@@ -135,8 +138,9 @@ import Testing
         #expect(ran.snapshot == ["a", "b"])
     }
 
-    @Test("Callbacks registered before and after completion each run once, the early ones first",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Callbacks registered before and after completion each run once, the early ones first",
+        arguments: FutureVariant.allCases)
     func earlyThenLate(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         let order = LockedBox<[Int]>([])

@@ -126,13 +126,19 @@ struct CancellationPropagationTests {
             release.wait()
         }
         let winnerDone = DispatchSemaphore(value: 0)
-        Thread { derived.cancel(); winnerDone.signal() }.start()
+        Thread {
+            derived.cancel()
+            winnerDone.signal()
+        }.start()
         inCallback.wait()  // the winner is inside derived's callbacks
         #expect(seenInCallback.snapshot?.0 == true, "source already cancelled when derived's callbacks run")
         #expect(seenInCallback.snapshot?.1 == true, "source's onCancel already ran")
         // A racing cancel() now loses; it returns once the winner's callbacks ran.
         let loserDone = DispatchSemaphore(value: 0)
-        Thread { derived.cancel(); loserDone.signal() }.start()
+        Thread {
+            derived.cancel()
+            loserDone.signal()
+        }.start()
         release.signal()
         loserDone.wait()
         winnerDone.wait()
@@ -152,7 +158,10 @@ struct CancellationPropagationTests {
             release.wait()
         }
         let cancellerDone = DispatchSemaphore(value: 0)
-        Thread { promise.future.cancel(); cancellerDone.signal() }.start()
+        Thread {
+            promise.future.cancel()
+            cancellerDone.signal()
+        }.start()
         inCallback.wait()  // cancelled and published; the canceller is still running callbacks
         #expect(promise.isCancelled)
         let ranOn = LockedBox<ThreadID?>(nil)

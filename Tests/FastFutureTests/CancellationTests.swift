@@ -5,8 +5,9 @@ import Testing
 /// `cancel()`, `onCancel` and `isCancelled` on one thread (the concurrent cases are in
 /// `RaceTests`).
 @Suite struct CancellationTests {
-    @Test("cancel() completes a pending future with CancellationError, for whenComplete/whenFailure only",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "cancel() completes a pending future with CancellationError, for whenComplete/whenFailure only",
+        arguments: FutureVariant.allCases)
     func cancelCompletesWithCancellationError(variant: FutureVariant) {
         let promise = Promise<String>(variant: variant)
         let ran = LockedBox<[String]>([])
@@ -24,8 +25,9 @@ import Testing
         #expect(throws: CancellationError.self) { try promise.future.peek()?.get() }
     }
 
-    @Test("onCancel handlers run exactly once, on the cancelling thread, before cancel() returns",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel handlers run exactly once, on the cancelling thread, before cancel() returns",
+        arguments: FutureVariant.allCases)
     func onCancelRunsOnce(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         let here = ThreadID.current
@@ -46,7 +48,8 @@ import Testing
         #expect(runs.snapshot.count == 3)
     }
 
-    @Test("onCancel registered after cancel() runs at once, on the registering thread", arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel registered after cancel() runs at once, on the registering thread", arguments: FutureVariant.allCases)
     func lateOnCancelRunsAtOnce(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         promise.future.cancel()
@@ -56,8 +59,9 @@ import Testing
         #expect(ranOn.snapshot == [here])
     }
 
-    @Test("onCancel never runs when the future completes otherwise, nor on a later cancel()",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel never runs when the future completes otherwise, nor on a later cancel()",
+        arguments: FutureVariant.allCases)
     func onCancelNotRunOnNormalCompletion(variant: FutureVariant) {
         for completion in 0..<3 {
             let promise = Promise<Int>(variant: variant)
@@ -85,8 +89,9 @@ import Testing
         #expect(copy.isCancelled)
     }
 
-    @Test("succeed/fail/complete after cancel() are silently ignored; tryComplete returns false",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "succeed/fail/complete after cancel() are silently ignored; tryComplete returns false",
+        arguments: FutureVariant.allCases)
     func completionAfterCancelIgnored(variant: FutureVariant) {
         let promise = Promise<String>(variant: variant)
         let calls = LockedCounter()
@@ -125,8 +130,9 @@ import Testing
         #expect(try ready.peek()?.get() == "ready")
     }
 
-    @Test("cancel() from another thread: handlers run there, the future is cancelled for everyone",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "cancel() from another thread: handlers run there, the future is cancelled for everyone",
+        arguments: FutureVariant.allCases)
     func cancelFromAnotherThread(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         let ranOn = LockedBox<[ThreadID]>([])

@@ -10,7 +10,9 @@ import Testing
 
     // MARK: Future
 
-    @Test("description names the state: pending, succeeded(value), failed(error), cancelled", arguments: FutureVariant.allCases)
+    @Test(
+        "description names the state: pending, succeeded(value), failed(error), cancelled",
+        arguments: FutureVariant.allCases)
     func futureDescription(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         #expect(promise.future.description == "Future<Int>: pending")
@@ -22,11 +24,17 @@ import Testing
         #expect(String(describing: cancelled) == "Future<Array<Int>>: cancelled")
     }
 
-    @Test("debugDescription adds the variant and shows values and errors as debugPrint does", arguments: FutureVariant.allCases)
+    @Test(
+        "debugDescription adds the variant and shows values and errors as debugPrint does",
+        arguments: FutureVariant.allCases)
     func futureDebugDescription(variant: FutureVariant) {
         let name = variant == .lockFree ? "lockFree" : "locked"
-        #expect(Future.succeeded("hi", variant: variant).debugDescription == "Future<String>(succeeded(\"hi\"), variant: .\(name))")
-        #expect(String(reflecting: Future<Int>.failed(Oops(), variant: variant)) == "Future<Int>(failed(Oops(debug)), variant: .\(name))")
+        #expect(
+            Future.succeeded("hi", variant: variant).debugDescription
+                == "Future<String>(succeeded(\"hi\"), variant: .\(name))")
+        #expect(
+            String(reflecting: Future<Int>.failed(Oops(), variant: variant))
+                == "Future<Int>(failed(Oops(debug)), variant: .\(name))")
         #expect(String(reflecting: Promise<Int>(variant: variant).future) == "Future<Int>(pending, variant: .\(name))")
     }
 
@@ -66,7 +74,9 @@ import Testing
         promise.fail(Oops())
         #expect("\(promise)" == "Promise<Int>: failed(oops), created at App/Loader.swift:12")
         let name = variant == .lockFree ? "lockFree" : "locked"
-        #expect(promise.debugDescription == "Promise<Int>(failed(Oops(debug)), variant: .\(name), created at App/Loader.swift:12)")
+        #expect(
+            promise.debugDescription
+                == "Promise<Int>(failed(Oops(debug)), variant: .\(name), created at App/Loader.swift:12)")
 
         let cancelled = Promise<Void>(variant: variant, file: "X.swift", line: 1)
         cancelled.future.cancel()

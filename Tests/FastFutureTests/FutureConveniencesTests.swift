@@ -34,7 +34,9 @@ struct FutureConveniencesTests {
         #expect(try target.future.peek()?.get() == "now")
     }
 
-    @Test("cascade into an already completed promise drops the result without trapping", arguments: FutureVariant.allCases)
+    @Test(
+        "cascade into an already completed promise drops the result without trapping", arguments: FutureVariant.allCases
+    )
     func cascadeIntoCompletedPromise(variant: FutureVariant) throws {
         let target = Promise<Int>(variant: variant)
         target.succeed(1)
@@ -44,7 +46,9 @@ struct FutureConveniencesTests {
         #expect(try target.future.peek()?.get() == 1)
     }
 
-    @Test("Cancelling the source cancels the promise's future: its onCancel handlers run", arguments: FutureVariant.allCases)
+    @Test(
+        "Cancelling the source cancels the promise's future: its onCancel handlers run",
+        arguments: FutureVariant.allCases)
     func cascadeSourceCancelledCancelsTarget(variant: FutureVariant) throws {
         let source = Promise<Int>(variant: variant)
         let target = Promise<Int>(variant: variant)
@@ -88,7 +92,9 @@ struct FutureConveniencesTests {
         #expect(other.isCancelled)
     }
 
-    @Test("After the source succeeded, cancelling the promise's future changes nothing upstream", arguments: FutureVariant.allCases)
+    @Test(
+        "After the source succeeded, cancelling the promise's future changes nothing upstream",
+        arguments: FutureVariant.allCases)
     func cascadeAfterCompletionIsUnlinked(variant: FutureVariant) throws {
         let source = Promise<Int>(variant: variant)
         let target = Promise<Int>(variant: variant)
@@ -135,7 +141,8 @@ struct FutureConveniencesTests {
     @Test("flatMapResult: a failure skips the body; cancelling cancels the source", arguments: FutureVariant.allCases)
     func flatMapResultFailureAndCancel(variant: FutureVariant) throws {
         let calls = LockedCounter()
-        let failed = Future<String>.failed(TestFailure(1), variant: variant).flatMapResult { text -> Result<Int, Never> in
+        let failed = Future<String>.failed(TestFailure(1), variant: variant).flatMapResult {
+            text -> Result<Int, Never> in
             calls.increment()
             return .success(text.count)
         }
@@ -161,7 +168,9 @@ struct FutureConveniencesTests {
 
     // MARK: tap
 
-    @Test("tap runs the side effect with the value before the returned future completes", arguments: FutureVariant.allCases)
+    @Test(
+        "tap runs the side effect with the value before the returned future completes",
+        arguments: FutureVariant.allCases)
     func tapRunsBeforeCompletion(variant: FutureVariant) throws {
         let source = Promise<Int>(variant: variant)
         let events = LockedBox<[String]>([])
@@ -182,7 +191,9 @@ struct FutureConveniencesTests {
         #expect(calls.value == 0)
     }
 
-    @Test("tap: cancelling the returned future cancels the source; the side effect never runs", arguments: FutureVariant.allCases)
+    @Test(
+        "tap: cancelling the returned future cancels the source; the side effect never runs",
+        arguments: FutureVariant.allCases)
     func tapCancel(variant: FutureVariant) throws {
         let source = Promise<Int>(variant: variant)
         let calls = LockedCounter()

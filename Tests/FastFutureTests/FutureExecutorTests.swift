@@ -37,10 +37,19 @@ import Testing
         let ranOn = LockedBox<[String]>([])
         let done = DispatchGroup()
         for _ in 0..<3 { done.enter() }
-        promise.future.whenComplete(on: target.queue) { _ in ranOn.append(TaggedQueue.current ?? "?"); done.leave() }
-        promise.future.whenSuccess(on: target.queue) { _ in ranOn.append(TaggedQueue.current ?? "?"); done.leave() }
+        promise.future.whenComplete(on: target.queue) { _ in
+            ranOn.append(TaggedQueue.current ?? "?")
+            done.leave()
+        }
+        promise.future.whenSuccess(on: target.queue) { _ in
+            ranOn.append(TaggedQueue.current ?? "?")
+            done.leave()
+        }
         promise.future.whenFailure(on: target.queue) { _ in ranOn.append("never") }
-        promise.future.whenSuccess { _ in ranOn.append("inline:" + (TaggedQueue.current ?? "?")); done.leave() }
+        promise.future.whenSuccess { _ in
+            ranOn.append("inline:" + (TaggedQueue.current ?? "?"))
+            done.leave()
+        }
 
         let gate = target.block()
         completer.queue.sync { promise.succeed("v") }
@@ -52,8 +61,9 @@ import Testing
         #expect(ranOn.snapshot == ["inline:completer", "target", "target"])
     }
 
-    @Test("On a complete future, a DispatchQueue callback still runs on the queue, asynchronously",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "On a complete future, a DispatchQueue callback still runs on the queue, asynchronously",
+        arguments: FutureVariant.allCases)
     func dispatchQueueLateCallback(variant: FutureVariant) {
         let target = TaggedQueue("target")
         let future = Future.succeeded("v", variant: variant)
@@ -80,8 +90,9 @@ import Testing
         #expect(order.snapshot == Array(0..<CallbackTests.fifoCount))
     }
 
-    @Test("Inline callbacks run on the completing queue; late ones on the registering queue",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Inline callbacks run on the completing queue; late ones on the registering queue",
+        arguments: FutureVariant.allCases)
     func inlineRunsWhereItIsTriggered(variant: FutureVariant) {
         let completer = TaggedQueue("completer")
         let registrar = TaggedQueue("registrar")
@@ -110,8 +121,9 @@ import Testing
         }
     }
 
-    @Test("A custom executor gets each callback exactly once, never inline",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A custom executor gets each callback exactly once, never inline",
+        arguments: FutureVariant.allCases)
     func customExecutor(variant: FutureVariant) {
         let executor = DeferringExecutor()
         let promise = Promise<String>(variant: variant)

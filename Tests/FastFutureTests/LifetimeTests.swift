@@ -21,8 +21,9 @@ import Testing
         return WeakRef(sentinel)
     }
 
-    @Test("Callbacks and what they capture are released after completion, while the future lives on",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Callbacks and what they capture are released after completion, while the future lives on",
+        arguments: FutureVariant.allCases)
     func callbacksReleasedAfterCompletion(variant: FutureVariant) {
         for failing in [false, true] {
             let promise = Promise<String>(variant: variant)
@@ -58,8 +59,9 @@ import Testing
         }
     }
 
-    @Test("onCancel handlers are released when the future completes normally, while the future lives on",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel handlers are released when the future completes normally, while the future lives on",
+        arguments: FutureVariant.allCases)
     func onCancelReleasedAfterNormalCompletion(variant: FutureVariant) {
         for failing in [false, true] {
             let promise = Promise<String>(variant: variant)
@@ -76,28 +78,38 @@ import Testing
         }
     }
 
-    @Test("onCancel handlers are released after they ran, and at once when registered too late",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel handlers are released after they ran, and at once when registered too late",
+        arguments: FutureVariant.allCases)
     func onCancelReleasedAfterCancelAndWhenLate(variant: FutureVariant) {
         let cancelled = Promise<String>(variant: variant)
         let ran = LockedCounter()
         let early: WeakRef = {
             let sentinel = Sentinel()
-            cancelled.onCancel { sentinel.touch(); ran.increment() }
+            cancelled.onCancel {
+                sentinel.touch()
+                ran.increment()
+            }
             return WeakRef(sentinel)
         }()
         #expect(early.object != nil)
         cancelled.future.cancel()
         let late: WeakRef = {
             let sentinel = Sentinel()
-            cancelled.onCancel { sentinel.touch(); ran.increment() }
+            cancelled.onCancel {
+                sentinel.touch()
+                ran.increment()
+            }
             return WeakRef(sentinel)
         }()
         let completed = Promise<String>(variant: variant)
         completed.succeed("done")
         let never: WeakRef = {
             let sentinel = Sentinel()
-            completed.onCancel { sentinel.touch(); ran.increment() }
+            completed.onCancel {
+                sentinel.touch()
+                ran.increment()
+            }
             return WeakRef(sentinel)
         }()
         withExtendedLifetime((cancelled, completed)) {
@@ -108,8 +120,9 @@ import Testing
         }
     }
 
-    @Test("A completed future and its value are freed once nobody references it, callbacks or not",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A completed future and its value are freed once nobody references it, callbacks or not",
+        arguments: FutureVariant.allCases)
     func completedFutureAndValueFreed(variant: FutureVariant) {
         let (futureRef, valueRef): (WeakRef, WeakRef) = {
             let promise = Promise<Sentinel>(variant: variant)
@@ -124,7 +137,9 @@ import Testing
         #expect(valueRef.object == nil)
     }
 
-    @Test("A dropped promise: no trap, onCancel does not run, the future stays pending", arguments: FutureVariant.allCases)
+    @Test(
+        "A dropped promise: no trap, onCancel does not run, the future stays pending", arguments: FutureVariant.allCases
+    )
     func droppedPromise(variant: FutureVariant) {
         let onCancelRuns = LockedCounter()
         let callbackRuns = LockedCounter()
@@ -141,15 +156,19 @@ import Testing
         #expect(callbackRuns.value == 0)
     }
 
-    @Test("A pending future dropped with its promise frees its callbacks without running them",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A pending future dropped with its promise frees its callbacks without running them",
+        arguments: FutureVariant.allCases)
     func droppedPendingFutureFreesCallbacks(variant: FutureVariant) {
         let runs = LockedCounter()
         let (futureRef, callbackRefs, handlerRef): (WeakRef, [WeakRef], WeakRef) = {
             let promise = Promise<String>(variant: variant)
             let callbackRefs = (0..<3).map { Self.captureSentinel(in: promise.future, kind: $0) }
             let sentinel = Sentinel()
-            promise.onCancel { sentinel.touch(); runs.increment() }
+            promise.onCancel {
+                sentinel.touch()
+                runs.increment()
+            }
             promise.future.whenComplete { _ in runs.increment() }
             #expect(callbackRefs.allSatisfy { $0.object != nil })
             return (WeakRef(promise.future), callbackRefs, WeakRef(sentinel))

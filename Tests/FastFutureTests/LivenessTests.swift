@@ -52,8 +52,9 @@ struct LivenessTests {
 
     // MARK: 1. A complete future does not time out
 
-    @Test("wait(timeout:) and timeout(after:) of a complete future return its value while its completer is busy",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "wait(timeout:) and timeout(after:) of a complete future return its value while its completer is busy",
+        arguments: FutureVariant.allCases)
     func completeFutureDoesNotTimeOut(variant: FutureVariant) throws {
         let busy = BusyCompleter(variant: variant)
         defer { busy.release() }
@@ -67,8 +68,9 @@ struct LivenessTests {
         #expect(try future.wait() == 42)
     }
 
-    @Test("A timeout armed before the completion does not fire on a source that completed in time",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A timeout armed before the completion does not fire on a source that completed in time",
+        arguments: FutureVariant.allCases)
     func timeoutArmedBeforeCompletion(variant: FutureVariant) throws {
         let timed = LockedBox<Future<Int>?>(nil)
         // The timeout's own callback is registered behind the slow one, so the source's completer
@@ -83,8 +85,9 @@ struct LivenessTests {
         #expect(try future.wait() == 42)
     }
 
-    @Test("A thread blocked in wait() before the completion is woken before the callbacks run",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A thread blocked in wait() before the completion is woken before the callbacks run",
+        arguments: FutureVariant.allCases)
     func blockedWaiterWokenBeforeCallbacks(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         let gate = DispatchSemaphore(value: 0)
@@ -113,8 +116,9 @@ struct LivenessTests {
 
     // MARK: 2. await value
 
-    @Test("await value of a complete future returns at once while its completer is busy",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "await value of a complete future returns at once while its completer is busy",
+        arguments: FutureVariant.allCases)
     func awaitValueOfCompleteFuture(variant: FutureVariant) async throws {
         let busy = BusyCompleter(variant: variant)
         let clock = ContinuousClock()
@@ -136,8 +140,9 @@ struct LivenessTests {
     /// the task can only release it if it resumed while the callback still blocked. Measured
     /// that way, not with a clock, because resuming needs a thread of the cooperative pool,
     /// which other tests running in parallel may keep busy for a while.
-    @Test("A task suspended in await value before the completion resumes before the callbacks run",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A task suspended in await value before the completion resumes before the callbacks run",
+        arguments: FutureVariant.allCases)
     func suspendedAwaiterResumedBeforeCallbacks(variant: FutureVariant) async throws {
         let promise = Promise<Int>(variant: variant)
         let gate = DispatchSemaphore(value: 0)
@@ -169,8 +174,9 @@ struct LivenessTests {
     // MARK: 3. cancel()
 
     /// "Shutdown under my lock": the canceller holds a lock that the completer's callback takes.
-    @Test("cancel() of a complete future returns at once, even when the completer's callback waits for the canceller",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "cancel() of a complete future returns at once, even when the completer's callback waits for the canceller",
+        arguments: FutureVariant.allCases)
     func cancelDoesNotWaitForCallbacks(variant: FutureVariant) {
         let lock = NSLock()
         lock.lock()
@@ -194,8 +200,9 @@ struct LivenessTests {
         #expect(!promise.isCancelled)
     }
 
-    @Test("A cancel() that loses to another cancel() returns at once, the future complete, while the winner's handler runs",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A cancel() that loses to another cancel() returns at once, the future complete, while the winner's handler runs",
+        arguments: FutureVariant.allCases)
     func losingCancelDoesNotWaitForTheWinnersHandlers(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         let entered = DispatchSemaphore(value: 0)
@@ -220,8 +227,9 @@ struct LivenessTests {
 
     // MARK: 4. Late callbacks
 
-    @Test("A callback registered on a complete future runs at once on the registering thread, while the completer is busy",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A callback registered on a complete future runs at once on the registering thread, while the completer is busy",
+        arguments: FutureVariant.allCases)
     func lateCallbackRunsAtOnceOnRegistrant(variant: FutureVariant) {
         let busy = BusyCompleter(variant: variant)
         defer { busy.release() }
@@ -239,8 +247,9 @@ struct LivenessTests {
 
     // MARK: 5. The completer is not kept by later registrations
 
-    @Test("succeed() returns after the callbacks registered before it, while other threads keep registering",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "succeed() returns after the callbacks registered before it, while other threads keep registering",
+        arguments: FutureVariant.allCases)
     func completerIsNotKeptByLaterRegistrations(variant: FutureVariant) {
         let promise = Promise<Int>(variant: variant)
         let registrants = 3
@@ -274,8 +283,9 @@ struct LivenessTests {
 
     // MARK: wait() inside a callback
 
-    @Test("wait() inside a callback returns for a future completed by work queued behind that callback",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "wait() inside a callback returns for a future completed by work queued behind that callback",
+        arguments: FutureVariant.allCases)
     func waitInsideCallback(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         let results = LockedBox<[Int]>([])

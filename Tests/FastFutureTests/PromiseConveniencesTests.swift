@@ -8,7 +8,9 @@ import Testing
 
     // MARK: Void
 
-    @Test("Promise<Void>.succeed() succeeds, runs callbacks, and traps no more than succeed(())", arguments: FutureVariant.allCases)
+    @Test(
+        "Promise<Void>.succeed() succeeds, runs callbacks, and traps no more than succeed(())",
+        arguments: FutureVariant.allCases)
     func voidSucceed(variant: FutureVariant) throws {
         let promise = Promise<Void>(variant: variant)
         let ran = LockedCounter()
@@ -25,7 +27,8 @@ import Testing
         #expect(cancelled.future.peek()?.failureValue is CancellationError)
     }
 
-    @Test("Future<Void>.succeeded(variant:) is complete, successful, with the variant", arguments: FutureVariant.allCases)
+    @Test(
+        "Future<Void>.succeeded(variant:) is complete, successful, with the variant", arguments: FutureVariant.allCases)
     func voidSucceeded(variant: FutureVariant) throws {
         let future = Future<Void>.succeeded(variant: variant)
         #expect(future.variant == variant)
@@ -53,7 +56,9 @@ import Testing
         #expect(try never.future.peek()?.get() == "n")
     }
 
-    @Test("tryComplete takes a typed-error Result: the first wins, later calls return false", arguments: FutureVariant.allCases)
+    @Test(
+        "tryComplete takes a typed-error Result: the first wins, later calls return false",
+        arguments: FutureVariant.allCases)
     func tryCompleteTyped(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         #expect(promise.tryComplete(Result<Int, ParseError>.failure(.notANumber)))

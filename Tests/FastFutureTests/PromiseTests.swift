@@ -92,7 +92,8 @@ import Testing
         #expect(throws: TestFailure(9)) { try failed.peek()?.get() }
     }
 
-    @Test("Future(variant:) hands its promise to the body, which may complete at once", arguments: FutureVariant.allCases)
+    @Test(
+        "Future(variant:) hands its promise to the body, which may complete at once", arguments: FutureVariant.allCases)
     func initCompletingInBody(variant: FutureVariant) throws {
         let ranBody = LockedCounter()
         let future = Future<String>(variant: variant) { promise in
@@ -105,7 +106,9 @@ import Testing
         #expect(try future.peek()?.get() == "from body")
     }
 
-    @Test("Future(variant:) wraps a callback API: the promise escapes and completes later", arguments: FutureVariant.allCases)
+    @Test(
+        "Future(variant:) wraps a callback API: the promise escapes and completes later",
+        arguments: FutureVariant.allCases)
     func initCompletingLater(variant: FutureVariant) throws {
         let queue = DispatchQueue(label: "PromiseTests.legacy")
         let gate = DispatchSemaphore(value: 0)
@@ -126,7 +129,9 @@ import Testing
         #expect(throws: TestFailure(42)) { try future.peek()?.get() }
     }
 
-    @Test("Future(variant:): a body that completes and then throws keeps its completion", arguments: FutureVariant.allCases)
+    @Test(
+        "Future(variant:): a body that completes and then throws keeps its completion",
+        arguments: FutureVariant.allCases)
     func initCompletingThenThrowing(variant: FutureVariant) throws {
         let future = Future<String>(variant: variant) { promise in
             promise.succeed("kept")
@@ -135,7 +140,9 @@ import Testing
         #expect(try future.peek()?.get() == "kept")
     }
 
-    @Test("Future(variant:): a body that neither completes nor throws leaves the future pending", arguments: FutureVariant.allCases)
+    @Test(
+        "Future(variant:): a body that neither completes nor throws leaves the future pending",
+        arguments: FutureVariant.allCases)
     func initLeavingPending(variant: FutureVariant) {
         let future = Future<String>(variant: variant) { _ in }
         #expect(!future.isComplete)

@@ -12,8 +12,9 @@ import Testing
         "thread \(thread) won round \(round) of the race"
     }
 
-    @Test("Racing tryComplete: exactly one true per future; value and callbacks are the winner's",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Racing tryComplete: exactly one true per future; value and callbacks are the winner's",
+        arguments: FutureVariant.allCases)
     func tryCompleteRace(variant: FutureVariant) throws {
         let count = Stress.raceItems
         let threads = Stress.threads
@@ -45,8 +46,9 @@ import Testing
         #expect(winnersSeen.count > 1)
     }
 
-    @Test("Racing tryComplete (success and failure) against cancel(): one winner; onCancel runs iff cancel won",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Racing tryComplete (success and failure) against cancel(): one winner; onCancel runs iff cancel won",
+        arguments: FutureVariant.allCases)
     func completionRacesCancel(variant: FutureVariant) throws {
         let count = Stress.raceItems
         let threads = Stress.threads  // the last one cancels
@@ -66,7 +68,8 @@ import Testing
         }
         let results = (0..<threads).map { thread in
             (0..<count).map { index -> Result<String, any Error> in
-                thread.isMultiple(of: 2) ? .success(Self.value(thread: thread, round: index)) : .failure(TestFailure(thread))
+                thread.isMultiple(of: 2)
+                    ? .success(Self.value(thread: thread, round: index)) : .failure(TestFailure(thread))
             }
         }
 
@@ -105,8 +108,9 @@ import Testing
     /// starts, (B) while the completer is completing and running callbacks - the real race -
     /// and (C) after `succeed` has returned. A must run on the completer, C at once on the
     /// registrant, B either way; all exactly once, with the value.
-    @Test("Fan-out: callbacks registered from many threads while another completes each run exactly once, with the value",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Fan-out: callbacks registered from many threads while another completes each run exactly once, with the value",
+        arguments: FutureVariant.allCases)
     func fanOut(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
@@ -168,7 +172,9 @@ import Testing
         }
         #expect(wrongValues.value == 0)
         #expect(phaseANotOnCompleter.value == 0, "callbacks registered before the completion ran on their registrant")
-        #expect(phaseCNotAtOnce.value == 0, "callbacks registered after the completion did not run before whenComplete returned")
+        #expect(
+            phaseCNotAtOnce.value == 0,
+            "callbacks registered after the completion did not run before whenComplete returned")
     }
 
     /// API: callbacks registered while the future is pending run in registration order on the
@@ -179,8 +185,9 @@ import Testing
     /// Registrations come in the three phases of ``fanOut(variant:)``. For every thread: the
     /// callbacks that ran on the completer ran in registration order, those that ran on the
     /// registrant too, phase A all ran on the completer and phase C all on the registrant.
-    @Test("Callbacks from one thread: in order on the completer, in order on the registrant, split at the completion",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Callbacks from one thread: in order on the completer, in order on the registrant, split at the completion",
+        arguments: FutureVariant.allCases)
     func fifoPerThreadUnderConcurrentCompletion(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
@@ -235,8 +242,9 @@ import Testing
         #expect(misplaced == 0, "\(misplaced) sequences ran a callback on the wrong thread")
     }
 
-    @Test("onCancel runs exactly once under many concurrent cancel() calls",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel runs exactly once under many concurrent cancel() calls",
+        arguments: FutureVariant.allCases)
     func concurrentCancel(variant: FutureVariant) {
         let count = Stress.raceItems
         let threads = Stress.threads
@@ -272,8 +280,9 @@ import Testing
     /// Thread 0 cancels, the others race `tryComplete`: when thread 0's cancel() returns, the
     /// future is complete; and if it is cancelled, thread 0 won, so the handlers have run. The
     /// hard case is a cancel() that finds the future claimed but not yet published.
-    @Test("cancel() returns a complete future; when its cancellation won, with the handlers run",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "cancel() returns a complete future; when its cancellation won, with the handlers run",
+        arguments: FutureVariant.allCases)
     func cancelReturnsCompleteEvenWhenItLoses(variant: FutureVariant) {
         let count = Stress.raceItems
         let threads = Stress.threads
@@ -298,12 +307,14 @@ import Testing
         }
 
         #expect(pendingAfterCancel.value == 0, "cancel() returned a pending future")
-        #expect(handlersNotRunAfterWinningCancel.value == 0, "a winning cancel() returned before its onCancel handlers ran")
+        #expect(
+            handlersNotRunAfterWinningCancel.value == 0, "a winning cancel() returned before its onCancel handlers ran")
         #expect(cancelWins.value > 0, "the race never let cancel() win: the test checked nothing")
     }
 
-    @Test("onCancel registered from many threads while another cancels: each runs exactly once",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel registered from many threads while another cancels: each runs exactly once",
+        arguments: FutureVariant.allCases)
     func onCancelRegistrationRacesCancel(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads
@@ -330,8 +341,9 @@ import Testing
         }
     }
 
-    @Test("onCancel registered from many threads while another succeeds: none ever runs",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel registered from many threads while another succeeds: none ever runs",
+        arguments: FutureVariant.allCases)
     func onCancelRegistrationRacesSuccess(variant: FutureVariant) {
         let rounds = Stress.heavyRounds
         let registrants = Stress.threads

@@ -24,8 +24,9 @@ import Testing
         #expect(try promise.future.map { $0 }.wait() == value)
     }
 
-    @Test("Values of every size round-trip: empty, small, three words, boxed, over-aligned",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Values of every size round-trip: empty, small, three words, boxed, over-aligned",
+        arguments: FutureVariant.allCases)
     func valuesRoundTrip(variant: FutureVariant) throws {
         try Self.roundTrip(true, variant: variant)
         try Self.roundTrip(UInt8(7), variant: variant)
@@ -39,8 +40,9 @@ import Testing
         try void.future.wait()
     }
 
-    @Test("A result's objects are released with the future: inline, boxed and error results",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A result's objects are released with the future: inline, boxed and error results",
+        arguments: FutureVariant.allCases)
     func resultsAreReleased(variant: FutureVariant) {
         var refs: [WeakRef] = []
         do {

@@ -39,8 +39,9 @@ import Testing
 
     // MARK: Waiters that give up
 
-    @Test("100,000 timed-out wait(timeout:) leave nothing behind; the future still completes later waiters",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "100,000 timed-out wait(timeout:) leave nothing behind; the future still completes later waiters",
+        arguments: FutureVariant.allCases)
     func timedOutWaitersLeaveNothing(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         let future = promise.future
@@ -62,7 +63,9 @@ import Testing
         }
         if Self.measuring {
             // < 5 bytes per abandoned waiter (the budget: 1 MB for 200,000).
-            #expect(growth < 5 * count, "\(growth) bytes after \(count) timed-out waits (\(Double(growth) / Double(count)) per wait)")
+            #expect(
+                growth < 5 * count,
+                "\(growth) bytes after \(count) timed-out waits (\(Double(growth) / Double(count)) per wait)")
         }
         try Self.expectLaterWaitersComplete(promise, variant: variant)
     }
@@ -91,8 +94,9 @@ import Testing
     /// so heap growth cannot tell a future's retention from the runtime's. What a waiter could
     /// leave on the future is a slot of its waiter list: after every round, none is occupied,
     /// and the list is no larger than the most waiters there ever were at once.
-    @Test("200,000 cancelled await value leave nothing on the future; it still completes later awaiters",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "200,000 cancelled await value leave nothing on the future; it still completes later awaiters",
+        arguments: FutureVariant.allCases)
     func cancelledAwaitersLeaveNothing(variant: FutureVariant) async throws {
         let promise = Promise<Int>(variant: variant)
         let future = promise.future
@@ -153,8 +157,9 @@ import Testing
         #expect(try future.wait(timeout: .zero) == 11)
     }
 
-    @Test("A waiter giving up as the future completes gets the value or FutureTimeoutError/CancellationError, never both, never lost",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A waiter giving up as the future completes gets the value or FutureTimeoutError/CancellationError, never both, never lost",
+        arguments: FutureVariant.allCases)
     func giveUpRacesCompletion(variant: FutureVariant) throws {
         let rounds = Stress.rounds
         var values = 0
@@ -180,8 +185,9 @@ import Testing
         #expect(values + timeouts == rounds)
     }
 
-    @Test("An awaiting task cancelled as the future completes gets the value or CancellationError, never lost",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "An awaiting task cancelled as the future completes gets the value or CancellationError, never lost",
+        arguments: FutureVariant.allCases)
     func cancelledAwaiterRacesCompletion(variant: FutureVariant) async throws {
         for round in 0..<Stress.rounds / 4 {
             let promise = Promise<Int>(variant: variant)
@@ -202,8 +208,9 @@ import Testing
 
     /// `inputs` are made with a sentinel value in the first one; the combinator completes while
     /// the last input stays pending; then the sentinel must be gone.
-    @Test("all(), and(), reduce(), first() and race() that completed hold none of the values they gathered",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "all(), and(), reduce(), first() and race() that completed hold none of the values they gathered",
+        arguments: FutureVariant.allCases)
     func completedCombinatorsReleaseValues(variant: FutureVariant) throws {
         let pending = Promise<Sentinel>(variant: variant)
 

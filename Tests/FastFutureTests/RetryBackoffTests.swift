@@ -29,10 +29,13 @@ struct RetryBackoffTests {
     func exponentialDelays() {
         let doubling = RetryBackoff.exponential()
         let base = Duration.milliseconds(100)
-        #expect((1...5).map { doubling.delay(after: $0, base: base) } == [100, 200, 400, 800, 1600].map(Duration.milliseconds))
+        #expect(
+            (1...5).map { doubling.delay(after: $0, base: base) }
+                == [100, 200, 400, 800, 1600].map(Duration.milliseconds))
 
         let capped = RetryBackoff.exponential(multiplier: 3, maxDelay: .seconds(1))
-        #expect((1...4).map { capped.delay(after: $0, base: base) } == [100, 300, 900, 1000].map(Duration.milliseconds))
+        #expect(
+            (1...4).map { capped.delay(after: $0, base: base) } == [100, 300, 900, 1000].map(Duration.milliseconds))
 
         let gentle = RetryBackoff.exponential(multiplier: 1.5)
         #expect(gentle.delay(after: 3, base: .seconds(4)) == .seconds(9))
@@ -86,11 +89,14 @@ struct RetryBackoffTests {
     func whileFalseStops(variant: FutureVariant) async throws {
         let log = Log()
         let seen = LockedBox<[Int]>([])
-        let result = Future<Int>.retry(attempts: 10, variant: variant, while: { error in
-            let attempt = (error as? AttemptFailed)?.attempt ?? (error as? Fatal)?.attempt ?? -1
-            seen.append(attempt)
-            return !(error is Fatal)
-        }) { attempt in
+        let result = Future<Int>.retry(
+            attempts: 10, variant: variant,
+            while: { error in
+                let attempt = (error as? AttemptFailed)?.attempt ?? (error as? Fatal)?.attempt ?? -1
+                seen.append(attempt)
+                return !(error is Fatal)
+            }
+        ) { attempt in
             log.record(attempt)
             let promise = Promise<Int>(variant: variant)
             DispatchQueue.global().async {
@@ -103,14 +109,19 @@ struct RetryBackoffTests {
         #expect(seen.snapshot == [1, 2, 3])
     }
 
-    @Test("while: true retries until success; the predicate is not asked about the last attempt", arguments: FutureVariant.allCases)
+    @Test(
+        "while: true retries until success; the predicate is not asked about the last attempt",
+        arguments: FutureVariant.allCases)
     func whileTrueRetries(variant: FutureVariant) async throws {
         let asked = LockedCounter()
         let log = Log()
-        let exhausted = Future<Int>.retry(attempts: 3, variant: variant, while: { _ in
-            asked.increment()
-            return true
-        }) { attempt in
+        let exhausted = Future<Int>.retry(
+            attempts: 3, variant: variant,
+            while: { _ in
+                asked.increment()
+                return true
+            }
+        ) { attempt in
             log.record(attempt)
             return .failed(AttemptFailed(attempt: attempt), variant: variant)
         }
@@ -126,7 +137,9 @@ struct RetryBackoffTests {
 
     @Test("while: false after a delay-less synchronous failure completes at once", arguments: FutureVariant.allCases)
     func whileFalseSynchronous(variant: FutureVariant) throws {
-        let result = Future<Int>.retry(attempts: 5, delay: .seconds(60), backoff: .exponential(), variant: variant, while: { _ in false }) {
+        let result = Future<Int>.retry(
+            attempts: 5, delay: .seconds(60), backoff: .exponential(), variant: variant, while: { _ in false }
+        ) {
             attempt in .failed(AttemptFailed(attempt: attempt))
         }
         // No wait after a rejected error: the failure is there when retry returns.
@@ -135,13 +148,17 @@ struct RetryBackoffTests {
 
     // MARK: Cancellation
 
-    @Test("Cancelling during a backoff wait fails at once and makes no more attempts", arguments: FutureVariant.allCases)
+    @Test(
+        "Cancelling during a backoff wait fails at once and makes no more attempts", arguments: FutureVariant.allCases)
     func cancelDuringWait(variant: FutureVariant) throws {
         let log = Log()
         let asked = LockedCounter()
         let result = Future<Int>.retry(
             attempts: 5, delay: .seconds(60), backoff: .exponential(), variant: variant,
-            while: { _ in asked.increment(); return true }
+            while: { _ in
+                asked.increment()
+                return true
+            }
         ) { attempt in
             log.record(attempt)
             return .failed(AttemptFailed(attempt: attempt))
@@ -153,14 +170,19 @@ struct RetryBackoffTests {
         #expect(asked.value == 1)
     }
 
-    @Test("Cancelling cancels the attempt in flight; the predicate is not asked about it", arguments: FutureVariant.allCases)
+    @Test(
+        "Cancelling cancels the attempt in flight; the predicate is not asked about it",
+        arguments: FutureVariant.allCases)
     func cancelDuringAttempt(variant: FutureVariant) throws {
         let asked = LockedCounter()
         let inFlight = LockedBox<Promise<Int>?>(nil)
-        let result = Future<Int>.retry(attempts: 5, backoff: .exponential(), variant: variant, while: { _ in
-            asked.increment()
-            return true
-        }) { _ in
+        let result = Future<Int>.retry(
+            attempts: 5, backoff: .exponential(), variant: variant,
+            while: { _ in
+                asked.increment()
+                return true
+            }
+        ) { _ in
             let promise = Promise<Int>(variant: variant)
             inFlight.withLock { $0 = promise }
             return promise.future
@@ -175,9 +197,13 @@ struct RetryBackoffTests {
 
     @Test("retry(attempts:delay:variant:_:) still resolves and behaves as before", arguments: FutureVariant.allCases)
     func oldFormStillCompiles(variant: FutureVariant) throws {
-        let a = Future<Int>.retry(attempts: 3) { attempt in attempt < 3 ? .failed(AttemptFailed(attempt: attempt)) : .succeeded(attempt) }
+        let a = Future<Int>.retry(attempts: 3) { attempt in
+            attempt < 3 ? .failed(AttemptFailed(attempt: attempt)) : .succeeded(attempt)
+        }
         #expect(try a.peek()?.get() == 3)
-        let b = Future<Int>.retry(attempts: 2, delay: .zero, variant: variant) { attempt in .failed(AttemptFailed(attempt: attempt)) }
+        let b = Future<Int>.retry(attempts: 2, delay: .zero, variant: variant) { attempt in
+            .failed(AttemptFailed(attempt: attempt))
+        }
         #expect(b.variant == variant)
         #expect(throws: AttemptFailed(attempt: 2)) { try b.peek()?.get() }
     }

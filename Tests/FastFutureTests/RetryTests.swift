@@ -3,11 +3,11 @@ import FastFuture
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How many synchronously failing attempts the stack-depth test makes.
@@ -282,17 +282,19 @@ private func runOnSmallStack(_ body: @escaping @Sendable () -> Void) {
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let context = Unmanaged.passRetained(Context(body)).toOpaque()
     #if canImport(Darwin)
-    var thread: pthread_t?
+        var thread: pthread_t?
     #else
-    var thread = pthread_t()
+        var thread = pthread_t()
     #endif
-    let rc = pthread_create(&thread, &attributes, { raw in
-        #if canImport(Darwin)
-        Unmanaged<Context>.fromOpaque(raw).takeRetainedValue().body()
-        #else
-        Unmanaged<Context>.fromOpaque(raw!).takeRetainedValue().body()
-        #endif
-        return nil
-    }, context)
+    let rc = pthread_create(
+        &thread, &attributes,
+        { raw in
+            #if canImport(Darwin)
+                Unmanaged<Context>.fromOpaque(raw).takeRetainedValue().body()
+            #else
+                Unmanaged<Context>.fromOpaque(raw!).takeRetainedValue().body()
+            #endif
+            return nil
+        }, context)
     precondition(rc == 0, "pthread_create failed (\(rc))")
 }

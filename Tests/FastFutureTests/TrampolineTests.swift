@@ -7,8 +7,9 @@ import Testing
 /// callback returns - still on the same thread, before the top-level call returns - and
 /// never by recursion.
 @Suite struct TrampolineTests {
-    @Test("Completing another future inside a callback: its callbacks run after the current callback returns",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Completing another future inside a callback: its callbacks run after the current callback returns",
+        arguments: FutureVariant.allCases)
     func completeInsideCallback(variant: FutureVariant) {
         let outer = Promise<Int>(variant: variant)
         let inner = Promise<Int>(variant: variant)
@@ -27,15 +28,19 @@ import Testing
         outer.future.whenSuccess { _ in events.append("outer's second callback") }
 
         outer.succeed(0)
-        #expect(events.snapshot == ["outer begins", "inner.succeed returned", "outer's second callback", "inner callback"]
-            || events.snapshot == ["outer begins", "inner.succeed returned", "inner callback", "outer's second callback"])
+        #expect(
+            events.snapshot == ["outer begins", "inner.succeed returned", "outer's second callback", "inner callback"]
+                || events.snapshot == [
+                    "outer begins", "inner.succeed returned", "inner callback", "outer's second callback",
+                ])
         // Either way: all done before the top-level succeed returned, the inner callback after
         // the one that triggered it.
         #expect(events.snapshot.count == 4)
     }
 
-    @Test("Registering on a complete future inside a callback: the new callback runs after the current one returns",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Registering on a complete future inside a callback: the new callback runs after the current one returns",
+        arguments: FutureVariant.allCases)
     func registerInsideCallback(variant: FutureVariant) {
         let outer = Promise<Int>(variant: variant)
         let ready = Future.succeeded("ready", variant: variant)
@@ -50,8 +55,9 @@ import Testing
         #expect(events.snapshot == ["outer begins", "outer ends", "nested callback", "nested whenComplete"])
     }
 
-    @Test("Nested work on a future completed at top level also runs before whenComplete returns",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Nested work on a future completed at top level also runs before whenComplete returns",
+        arguments: FutureVariant.allCases)
     func lateCallbackTriggersNestedWork(variant: FutureVariant) {
         let ready = Future.succeeded(1, variant: variant)
         let inner = Promise<Int>(variant: variant)
@@ -65,8 +71,9 @@ import Testing
         #expect(events.snapshot == ["late callback begins", "late callback ends", "inner callback"])
     }
 
-    @Test("cancel() inside a callback: the future is complete at once; its onCancel handlers run after the callback",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "cancel() inside a callback: the future is complete at once; its onCancel handlers run after the callback",
+        arguments: FutureVariant.allCases)
     func cancelInsideCallback(variant: FutureVariant) {
         let outer = Promise<Int>(variant: variant)
         let victim = Promise<Int>(variant: variant)
@@ -86,8 +93,9 @@ import Testing
         #expect(snapshot.count == 5)
     }
 
-    @Test("onCancel registered inside a callback on a cancelled future runs after that callback",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "onCancel registered inside a callback on a cancelled future runs after that callback",
+        arguments: FutureVariant.allCases)
     func onCancelInsideCallback(variant: FutureVariant) {
         let outer = Promise<Int>(variant: variant)
         let cancelled = Promise<Int>(variant: variant)
@@ -102,8 +110,9 @@ import Testing
         #expect(events.snapshot == ["outer begins", "outer ends", "onCancel"])
     }
 
-    @Test("A callback chain completing promise after promise runs iteratively, on a 512 KiB stack",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "A callback chain completing promise after promise runs iteratively, on a 512 KiB stack",
+        arguments: FutureVariant.allCases)
     func deepCallbackChainDoesNotRecurse(variant: FutureVariant) {
         let depth = Stress.rounds * 50
         let reached = LockedBox<Int?>(nil)
@@ -121,8 +130,9 @@ import Testing
         #expect(reached.snapshot == depth)
     }
 
-    @Test("Each thread has its own trampoline: a callback blocked on one thread does not hold up another's",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Each thread has its own trampoline: a callback blocked on one thread does not hold up another's",
+        arguments: FutureVariant.allCases)
     func trampolinesArePerThread(variant: FutureVariant) {
         let outer = Promise<Int>(variant: variant)
         let other = Promise<Int>(variant: variant)

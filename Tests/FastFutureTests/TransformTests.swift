@@ -26,11 +26,26 @@ struct TransformTests {
         let bodies = LockedBox<[String]>([])
         let promise = Promise<Int>(variant: variant)
         let end = promise.future
-            .map { value -> Int in bodies.append("map"); return value + 1 }
-            .flatMap { value -> Future<Int> in bodies.append("flatMap"); return .succeeded(value, variant: variant) }
-            .mapError { error -> any Error in bodies.append("mapError"); return TestFailure((error as! TestFailure).code + 1) }
-            .recover { error -> Int in bodies.append("recover"); return (error as! TestFailure).code * 100 }
-            .map { value -> Int in bodies.append("map2"); return value + 1 }
+            .map { value -> Int in
+                bodies.append("map")
+                return value + 1
+            }
+            .flatMap { value -> Future<Int> in
+                bodies.append("flatMap")
+                return .succeeded(value, variant: variant)
+            }
+            .mapError { error -> any Error in
+                bodies.append("mapError")
+                return TestFailure((error as! TestFailure).code + 1)
+            }
+            .recover { error -> Int in
+                bodies.append("recover")
+                return (error as! TestFailure).code * 100
+            }
+            .map { value -> Int in
+                bodies.append("map2")
+                return value + 1
+            }
         promise.fail(TestFailure(4))
         #expect(try end.peek()?.get() == 501)
         #expect(bodies.snapshot == ["mapError", "recover", "map2"])
@@ -40,9 +55,18 @@ struct TransformTests {
     func successSkipsErrorHandlers(variant: FutureVariant) throws {
         let called = LockedCounter()
         let end = Future.succeeded(3, variant: variant)
-            .recover { _ in called.increment(); return 0 }
-            .mapError { error in called.increment(); return error }
-            .flatMapError { _ in called.increment(); return .succeeded(0) }
+            .recover { _ in
+                called.increment()
+                return 0
+            }
+            .mapError { error in
+                called.increment()
+                return error
+            }
+            .flatMapError { _ in
+                called.increment()
+                return .succeeded(0)
+            }
         #expect(try end.peek()?.get() == 3)
         #expect(called.value == 0)
     }
@@ -65,14 +89,17 @@ struct TransformTests {
         #expect(derived.peek() == nil)
         inner.succeed(9)
         #expect(try derived.peek()?.get() == 9)
-        let failing = Future<Int>.failed(TestFailure(1), variant: variant).flatMapError { _ -> Future<Int> in throw TestFailure(2) }
+        let failing = Future<Int>.failed(TestFailure(1), variant: variant).flatMapError { _ -> Future<Int> in
+            throw TestFailure(2)
+        }
         #expect(throws: TestFailure(2)) { try failing.peek()!.get() }
     }
 
     @Test(arguments: FutureVariant.allCases)
     func alwaysSeesBothOutcomesAndPassesThemOn(variant: FutureVariant) throws {
         let seen = LockedBox<[String]>([])
-        let ok = Future.succeeded(1, variant: variant).always { result in seen.append("ok:\((try? result.get()) ?? -1)") }
+        let ok = Future.succeeded(1, variant: variant).always { result in seen.append("ok:\((try? result.get()) ?? -1)")
+        }
         let bad = Future<Int>.failed(TestFailure(3), variant: variant).always { _ in seen.append("bad") }
         #expect(try ok.peek()?.get() == 1)
         #expect(throws: TestFailure(3)) { try bad.peek()!.get() }
@@ -138,9 +165,18 @@ struct TransformTests {
             let sentinel = Sentinel()
             weakSentinel = sentinel
             end = promise.future
-                .map { value in sentinel.touch(); return value }
-                .flatMap { value in sentinel.touch(); return .succeeded(value) }
-                .recover { _ in sentinel.touch(); return 0 }
+                .map { value in
+                    sentinel.touch()
+                    return value
+                }
+                .flatMap { value in
+                    sentinel.touch()
+                    return .succeeded(value)
+                }
+                .recover { _ in
+                    sentinel.touch()
+                    return 0
+                }
                 .always { _ in sentinel.touch() }
         }
         #expect(weakSentinel != nil, "a pending chain keeps its bodies")

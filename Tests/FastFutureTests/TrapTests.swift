@@ -20,14 +20,16 @@ import Testing
         }
     }
 
-    @Test("A second succeed/fail/complete traps, naming the creation site",
-          arguments: FutureVariant.allCases, [Completion.succeed, .fail, .complete])
+    @Test(
+        "A second succeed/fail/complete traps, naming the creation site",
+        arguments: FutureVariant.allCases, [Completion.succeed, .fail, .complete])
     func secondCompletionTraps(variant: FutureVariant, second: Completion) async {
         let isLocked = variant == .locked
         for first in Completion.allCases {
             let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                 [isLocked = isLocked as Bool, first = first as Completion, second = second as Completion] in
-                let promise = Promise<Int>(variant: isLocked ? .locked : .lockFree, file: "Elsewhere/Site.swift", line: 4242)
+                let promise = Promise<Int>(
+                    variant: isLocked ? .locked : .lockFree, file: "Elsewhere/Site.swift", line: 4242)
                 first.apply(to: promise)
                 second.apply(to: promise)
             }
@@ -37,12 +39,14 @@ import Testing
         }
     }
 
-    @Test("The trap names the default creation site: the caller's #fileID and #line",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "The trap names the default creation site: the caller's #fileID and #line",
+        arguments: FutureVariant.allCases)
     func trapNamesTheCallersFileAndLine(variant: FutureVariant) async {
         let isLocked = variant == .locked
         let creationLine = Self.promiseAndItsLine(isLocked: isLocked).line
-        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [isLocked = isLocked as Bool] in
+        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            [isLocked = isLocked as Bool] in
             let promise = TrapTests.promiseAndItsLine(isLocked: isLocked).promise
             promise.succeed("first")
             promise.fail(TestFailure())
@@ -57,8 +61,9 @@ import Testing
         (Promise(variant: isLocked ? .locked : .lockFree), #line)
     }
 
-    @Test("No trap: tryComplete after completion, completions after cancel(), a dropped promise",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "No trap: tryComplete after completion, completions after cancel(), a dropped promise",
+        arguments: FutureVariant.allCases)
     func noTrapWhereTheContractSaysSo(variant: FutureVariant) async {
         let isLocked = variant == .locked
         await #expect(processExitsWith: .success) { [isLocked = isLocked as Bool] in

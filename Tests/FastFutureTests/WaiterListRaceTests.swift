@@ -12,8 +12,9 @@ struct WaiterListRaceTests {
     /// Per round: a completer, blocked waiters (wait(), wait(timeout: 5 s)) and churners that
     /// insert/remove slots with tiny timeouts until they see the value - all on one fresh future,
     /// released together by a starting line. 10 threads: segments 4 + 8 are in play.
-    @Test("Thread waiters + slot churn race the completion: nobody misses it", .timeLimit(.minutes(10)),
-          arguments: FutureVariant.allCases)
+    @Test(
+        "Thread waiters + slot churn race the completion: nobody misses it", .timeLimit(.minutes(10)),
+        arguments: FutureVariant.allCases)
     func threadWaitersRaceCompletion(variant: FutureVariant) {
         let threads = 10
         let rounds = max(50, Stress.rounds / 4)
@@ -47,7 +48,10 @@ struct WaiterListRaceTests {
                             if v != round { lost.append("churn bad value round \(round)") }
                             break
                         }
-                        if attempts > 100_000 { lost.append("churn never saw value \(round)"); break }
+                        if attempts > 100_000 {
+                            lost.append("churn never saw value \(round)")
+                            break
+                        }
                     }
                 }
             }
@@ -57,8 +61,9 @@ struct WaiterListRaceTests {
 
     /// Many blocked thread waiters on one future (4 + 8 + 16 slots: segments appended while the
     /// completer walks the list).
-    @Test("28 blocked threads force segment growth while the completer wakes", .timeLimit(.minutes(10)),
-          arguments: FutureVariant.allCases)
+    @Test(
+        "28 blocked threads force segment growth while the completer wakes", .timeLimit(.minutes(10)),
+        arguments: FutureVariant.allCases)
     func segmentGrowthRacesWakeAll(variant: FutureVariant) {
         let threads = 29
         let rounds = max(20, Stress.rounds / 20)

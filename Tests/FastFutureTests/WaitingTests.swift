@@ -66,8 +66,9 @@ import Testing
 
     // MARK: wait(timeout:)
 
-    @Test("wait(timeout:) throws FutureTimeoutError, leaves the future untouched, and it completes fine later",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "wait(timeout:) throws FutureTimeoutError, leaves the future untouched, and it completes fine later",
+        arguments: FutureVariant.allCases)
     func waitTimesOut(variant: FutureVariant) throws {
         let promise = Promise<String>(variant: variant)
         let onCancelRuns = LockedCounter()
@@ -93,15 +94,18 @@ import Testing
         #expect(try promise.future.wait() == "later")
     }
 
-    @Test("wait(timeout:) with a zero or negative timeout: throws at once if pending, returns if complete",
-          arguments: FutureVariant.allCases, [Duration.zero, .nanoseconds(-1), .seconds(-10)])
+    @Test(
+        "wait(timeout:) with a zero or negative timeout: throws at once if pending, returns if complete",
+        arguments: FutureVariant.allCases, [Duration.zero, .nanoseconds(-1), .seconds(-10)])
     func waitWithNonPositiveTimeout(variant: FutureVariant, timeout: Duration) throws {
         let promise = Promise<String>(variant: variant)
         #expect(throws: FutureTimeoutError()) { try promise.future.wait(timeout: timeout) }
         #expect(!promise.future.isComplete)
         promise.succeed("done")
         #expect(try promise.future.wait(timeout: timeout) == "done")
-        #expect(throws: TestFailure(2)) { try Future<String>.failed(TestFailure(2), variant: variant).wait(timeout: timeout) }
+        #expect(throws: TestFailure(2)) {
+            try Future<String>.failed(TestFailure(2), variant: variant).wait(timeout: timeout)
+        }
     }
 
     @Test("wait(timeout:) returns the value when another thread completes in time", arguments: FutureVariant.allCases)
@@ -122,8 +126,9 @@ import Testing
         }
     }
 
-    @Test("wait(timeout:) throws the future's error, not FutureTimeoutError, when it fails in time",
-          arguments: FutureVariant.allCases)
+    @Test(
+        "wait(timeout:) throws the future's error, not FutureTimeoutError, when it fails in time",
+        arguments: FutureVariant.allCases)
     func waitWithTimeoutFails(variant: FutureVariant) {
         let promise = Promise<String>(variant: variant)
         let go = DispatchSemaphore(value: 0)
@@ -140,7 +145,9 @@ import Testing
     @Test("value of a complete future: the value, the error, or CancellationError", arguments: FutureVariant.allCases)
     func valueOfCompleteFuture(variant: FutureVariant) async throws {
         #expect(try await Future.succeeded("ready", variant: variant).value == "ready")
-        await #expect(throws: TestFailure(5)) { try await Future<String>.failed(TestFailure(5), variant: variant).value }
+        await #expect(throws: TestFailure(5)) {
+            try await Future<String>.failed(TestFailure(5), variant: variant).value
+        }
         let cancelled = Promise<String>(variant: variant)
         cancelled.future.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.future.value }
@@ -151,7 +158,11 @@ import Testing
         for round in 0..<Stress.heavyRounds {
             let promise = Promise<String>(variant: variant)
             DispatchQueue.global().async {
-                if round.isMultiple(of: 2) { promise.succeed("async round \(round)") } else { promise.fail(TestFailure(round)) }
+                if round.isMultiple(of: 2) {
+                    promise.succeed("async round \(round)")
+                } else {
+                    promise.fail(TestFailure(round))
+                }
             }
             if round.isMultiple(of: 2) {
                 #expect(try await promise.future.value == "async round \(round)")
@@ -174,8 +185,9 @@ import Testing
         #expect(values == Array(repeating: "shared", count: 100))
     }
 
-    @Test("A cancelled awaiting task throws CancellationError; the future stays pending for its other consumers",
-          .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
+    @Test(
+        "A cancelled awaiting task throws CancellationError; the future stays pending for its other consumers",
+        .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
     func cancelledAwaiter(variant: FutureVariant) async throws {
         let promise = Promise<String>(variant: variant)
         let onCancelRuns = LockedCounter()
@@ -207,8 +219,9 @@ import Testing
         #expect(onCancelRuns.value == 0)
     }
 
-    @Test("A task cancelled before it awaits throws CancellationError at once; the future is untouched",
-          .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
+    @Test(
+        "A task cancelled before it awaits throws CancellationError at once; the future is untouched",
+        .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
     func alreadyCancelledAwaiter(variant: FutureVariant) async throws {
         let promise = Promise<String>(variant: variant)
         let task = Task {
@@ -222,8 +235,9 @@ import Testing
         #expect(try await promise.future.value == "fine")
     }
 
-    @Test("Cancelling awaiting tasks while the future completes: each gets the value or CancellationError",
-          .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
+    @Test(
+        "Cancelling awaiting tasks while the future completes: each gets the value or CancellationError",
+        .timeLimit(.minutes(1)), arguments: FutureVariant.allCases)
     func awaiterCancellationRacesCompletion(variant: FutureVariant) async throws {
         let rounds = Stress.heavyRounds
         var values = 0

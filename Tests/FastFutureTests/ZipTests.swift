@@ -5,7 +5,9 @@ import Testing
 /// `Future.zip` of 3, 4 and 5 futures of different types.
 @Suite(.timeLimit(.minutes(1)))
 struct ZipTests {
-    @Test("zip of 3 succeeds with the values in argument order, whatever the completion order", arguments: FutureVariant.allCases)
+    @Test(
+        "zip of 3 succeeds with the values in argument order, whatever the completion order",
+        arguments: FutureVariant.allCases)
     func zip3(variant: FutureVariant) throws {
         let a = Promise<Int>(variant: variant)
         let b = Promise<String>(variant: variant)
@@ -45,12 +47,14 @@ struct ZipTests {
     func variantOfFirstInput(variant: FutureVariant) {
         let other: FutureVariant = variant == .lockFree ? .locked : .lockFree
         let zipped = Future.zip(
-            Promise<Int>(variant: variant).future, Promise<Int>(variant: other).future, Promise<Int>(variant: other).future
+            Promise<Int>(variant: variant).future, Promise<Int>(variant: other).future,
+            Promise<Int>(variant: other).future
         )
         #expect(zipped.variant == variant)
     }
 
-    @Test("zip fails with the first failure by time and leaves the other inputs alone", arguments: FutureVariant.allCases)
+    @Test(
+        "zip fails with the first failure by time and leaves the other inputs alone", arguments: FutureVariant.allCases)
     func firstFailureByTime(variant: FutureVariant) throws {
         let a = Promise<Int>(variant: variant)
         let b = Promise<String>(variant: variant)

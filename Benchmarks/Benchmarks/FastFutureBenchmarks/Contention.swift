@@ -153,10 +153,12 @@ func registerS5() {
                                 // NIO has no tryComplete: a second `succeed` is ignored.
                                 for promise in promises { promise.succeed(worker) }
                             }
-                            try! loop.submit {}.wait() // every hop made by the racers has run
+                            try! loop.submit {}.wait()  // every hop made by the racers has run
                         }
                         benchmark.stopMeasurement()
-                        check(try! loop.submit { promises.allSatisfy { nioIsFulfilled($0.futureResult) } }.wait(), "S5: a future is pending")
+                        check(
+                            try! loop.submit { promises.allSatisfy { nioIsFulfilled($0.futureResult) } }.wait(),
+                            "S5: a future is pending")
                     }
                 },
                 setup: { fixture.setUp(threads: threads, nio: impl == .nio) },

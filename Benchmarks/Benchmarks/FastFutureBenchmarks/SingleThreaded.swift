@@ -206,7 +206,9 @@ func registerS6() {
                         box.value = nioChain(length: length, flat: flat)
                     }
                 }
-                check(box.value == length, "S6.\(kind).\(impl.label): chain gave \(String(describing: box.value)), want \(length)")
+                check(
+                    box.value == length,
+                    "S6.\(kind).\(impl.label): chain gave \(String(describing: box.value)), want \(length)")
             }
         }
     }

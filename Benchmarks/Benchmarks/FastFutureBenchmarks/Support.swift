@@ -8,9 +8,9 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Knobs
@@ -37,7 +37,9 @@ enum Knobs {
     /// complete and run on their registering thread.
     /// `FF_BENCH_S4_COMPLETE_AFTER` overrides it (for exploring; reports use the default).
     static let fanOutCompleteAfter: Int = {
-        if let raw = getenv("FF_BENCH_S4_COMPLETE_AFTER"), let value = Int(String(cString: raw)), value >= 0 { return value }
+        if let raw = getenv("FF_BENCH_S4_COMPLETE_AFTER"), let value = Int(String(cString: raw)), value >= 0 {
+            return value
+        }
         return fanOutCallbacksPerThread / 2
     }()
     /// S4 thread counts (registering threads; one more thread completes the future).
@@ -63,7 +65,9 @@ enum Knobs {
     /// completes (and frees) 1,000,000-step map and flatMap chains on it (issue #970 was about
     /// recursion that its callback loop has since removed). `FF_BENCH_NIO_STACK_KIB` overrides it.
     static let nioChainStack: Int = {
-        if let raw = getenv("FF_BENCH_NIO_STACK_KIB"), let kib = Int(String(cString: raw)), kib > 0 { return kib * 1024 }
+        if let raw = getenv("FF_BENCH_NIO_STACK_KIB"), let kib = Int(String(cString: raw)), kib > 0 {
+            return kib * 1024
+        }
         return 512 * 1024
     }()
 }
@@ -126,14 +130,15 @@ extension Benchmark.Configuration {
 /// from `getrusage`: ordo-one's own `.contextSwitches` metric is not implemented on Linux. A
 /// blocked `pthread_mutex_lock` or semaphore wait is a voluntary switch; a preemption an
 /// involuntary one.
-let contextSwitchesMetric = BenchmarkMetric.custom("Context switches", polarity: .prefersSmaller, useScalingFactor: false)
+let contextSwitchesMetric = BenchmarkMetric.custom(
+    "Context switches", polarity: .prefersSmaller, useScalingFactor: false)
 
 func contextSwitches() -> Int {
     var usage = rusage()
     #if canImport(Glibc)
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     #else
-    getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF, &usage)
     #endif
     return usage.ru_nvcsw + usage.ru_nivcsw
 }
@@ -165,19 +170,21 @@ func startThread(stackSize: Int = 0, _ body: @escaping @Sendable () -> Void) -> 
     }
     let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     #if canImport(Glibc)
-    var thread = pthread_t()
+        var thread = pthread_t()
     #else
-    var thread: pthread_t?
+        var thread: pthread_t?
     #endif
-    let rc = pthread_create(&thread, &attributes, { argument in
-        Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
-        return nil
-    }, argument)
+    let rc = pthread_create(
+        &thread, &attributes,
+        { argument in
+            Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
+            return nil
+        }, argument)
     precondition(rc == 0, "pthread_create failed: \(rc)")
     #if canImport(Glibc)
-    return thread
+        return thread
     #else
-    return thread!
+        return thread!
     #endif
 }
 

@@ -14,9 +14,9 @@ import NIOCore
 import NIOEmbedded
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 @inline(never)
@@ -103,7 +103,8 @@ func nioAll(_ iterations: Int) {
     }
 }
 
-let usage = "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations] | FastFutureProfile S1 reference [iterations]"
+let usage =
+    "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations] | FastFutureProfile S1 reference [iterations]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000

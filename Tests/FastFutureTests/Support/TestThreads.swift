@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Dispatch
 import Foundation
@@ -89,9 +89,9 @@ struct ThreadID: Hashable, Sendable {
     /// The calling thread's identity (unique among the threads alive at the moment).
     static var current: ThreadID {
         #if canImport(Darwin)
-        ThreadID(raw: UInt(bitPattern: pthread_self()))
+            ThreadID(raw: UInt(bitPattern: pthread_self()))
         #else
-        ThreadID(raw: UInt(pthread_self()))
+            ThreadID(raw: UInt(pthread_self()))
         #endif
     }
 }
