@@ -16,8 +16,8 @@ import AtomicsShim
 ///     FastFuture: a pending Future<Int> was freed with callbacks that will never run; its promise was
 ///     created at App/Loader.swift:42 and dropped without being completed. (FASTFUTURE_SILENCE_DROPPED=1 silences this.)
 ///
-/// Callers test `_isDebugAssertConfiguration()` first, which the optimizer folds to `false` in
-/// release builds: there, nothing of this is compiled into the library or into inlined code.
+/// Callers call it inside `assert({ ...; return true }())`, which release builds do not compile:
+/// there, nothing of this is in the library or in inlined code.
 /// In debug builds each promise costs one dictionary insert and removal under a lock.
 @usableFromInline
 internal enum _DroppedFutureCheck {
