@@ -115,7 +115,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ) {
         self.init(_variant: variant, result: nil)
         let promise = Promise(_future: self, file: file, line: line)
-        assert({ _DroppedFutureCheck.record(self, file: file, line: line); return true }())
+        assert(
+            {
+                _DroppedFutureCheck.record(self, file: file, line: line)
+                return true
+            }())
         do {
             try body(promise)
         } catch {
@@ -146,7 +150,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        assert({ _DroppedFutureCheck.check(self, _core); return true }())
+        assert(
+            {
+                _DroppedFutureCheck.check(self, _core)
+                return true
+            }())
         _destroyResult()
         _core.deinitialize()
     }

@@ -30,7 +30,11 @@ public struct Promise<Value: Sendable>: Sendable {
         self.init(_future: Future(_variant: variant, result: nil), file: file, line: line)
         // Debug builds only (inside assert: release builds compile nothing): remember where the
         // promise was made, for the dropped-future warning.
-        assert({ _DroppedFutureCheck.record(future, file: file, line: line); return true }())
+        assert(
+            {
+                _DroppedFutureCheck.record(future, file: file, line: line)
+                return true
+            }())
     }
 
     @inlinable
