@@ -173,9 +173,12 @@ internal enum _WaiterList {
                         // acquire: a FIRED seen here says "complete" and the caller then reads the
                         // result, so this must pair with the completer's release exchange (found
                         // by ThreadSanitizer); for anything else it is a hint, the CAS decides.
+                        // `.locked`: the completer wrote FIRED with a plain store under the mutex,
+                        // which this load does not synchronize with (found by ThreadSanitizer
+                        // too): there FIRED is only a hint, and the CAS under the mutex decides.
                         let seen = ff_atomic_word_load_acquire(slot)
-                        if seen == fired { return .some(nil) }
-                        if seen != 0 { continue }
+                        if seen == fired, mutex == nil { return .some(nil) }
+                        if seen != 0, seen != fired { continue }
                         switch compareExchange(slot, expected: 0, desired: token, mutex) {
                         case nil: return (slot, base + index)
                         case fired?: return .some(nil)
