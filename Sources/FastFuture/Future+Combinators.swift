@@ -1,7 +1,7 @@
 extension Future {
     // Every combinator's future has the variant of its first input (`.lockFree` when there is
     // none), costs O(n) time and allocations for n inputs (one node per input), and cancelling it
-    // cancels every input still pending.
+    // cancels every input still pending. Each reads its collection of inputs exactly once.
 
     /// Returns a future of every input's value, in input order.
     ///
@@ -10,6 +10,9 @@ extension Future {
     ///   time) leaving the other inputs alone, and succeeds with `[]` for no inputs.
     @inlinable
     public static func all(_ futures: some Collection<Future<Value>>) -> Future<[Value]> {
+        // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
+        // new futures on every pass. (An `Array` is adopted, not copied.)
+        let futures = ContiguousArray(futures)
         let count = futures.count
         if count == 0 { return .succeeded([]) }
         return _Aggregator<Value, [Value]>.start(futures, count: count, mode: .all) { inputs in
@@ -28,6 +31,9 @@ extension Future {
     /// - Returns: A future that succeeds once every input has completed (`[]` for no inputs).
     @inlinable
     public static func allSettled(_ futures: some Collection<Future<Value>>) -> Future<[Result<Value, any Error>]> {
+        // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
+        // new futures on every pass. (An `Array` is adopted, not copied.)
+        let futures = ContiguousArray(futures)
         let count = futures.count
         if count == 0 { return .succeeded([]) }
         return _Aggregator<Value, [Result<Value, any Error>]>.start(futures, count: count, mode: .allSettled) {
@@ -44,6 +50,9 @@ extension Future {
     ///   input order; for no inputs, with `AllFailedError(errors: [])`.
     @inlinable
     public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
+        // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
+        // new futures on every pass. (An `Array` is adopted, not copied.)
+        let futures = ContiguousArray(futures)
         let count = futures.count
         if count == 0 { return .failed(AllFailedError(errors: [])) }
         return _Aggregator<Value, Value>.start(futures, count: count, mode: .first, finish: _unusedFinish)
@@ -56,6 +65,9 @@ extension Future {
     ///   then cancelled. For no inputs it fails with `AllFailedError(errors: [])`.
     @inlinable
     public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
+        // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
+        // new futures on every pass. (An `Array` is adopted, not copied.)
+        let futures = ContiguousArray(futures)
         let count = futures.count
         if count == 0 { return .failed(AllFailedError(errors: [])) }
         return _Aggregator<Value, Value>.start(futures, count: count, mode: .race, finish: _unusedFinish)

@@ -96,7 +96,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
 
     @inlinable
     init(
-        inputs: some Collection<Future<Input>>,
+        inputs: ContiguousArray<Future<Input>>,
         count: Int,
         mode: Mode,
         finish: @escaping @Sendable (UnsafeBufferPointer<Future<Input>>) -> Output
@@ -120,7 +120,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     /// Starts a combinator over `inputs` (`count` of them, not 0) and returns its future.
     @inlinable
     static func start(
-        _ inputs: some Collection<Future<Input>>,
+        _ inputs: ContiguousArray<Future<Input>>,
         count: Int,
         mode: Mode,
         finish: @escaping @Sendable (UnsafeBufferPointer<Future<Input>>) -> Output
@@ -128,7 +128,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         let aggregator = _Aggregator(inputs: inputs, count: count, mode: mode, finish: finish)
         let derived = aggregator.derived
         _ = derived._replaceUpstream(with: aggregator)  // pending and private: cannot fail
-        // Iterates the caller's collection, not `aggregator.inputs`: an input that is already
+        // Iterates `inputs` (the caller's futures, read once), not `aggregator.inputs`: an input that is already
         // complete reports at once, and may finish the combinator and free the buffer.
         for (index, input) in inputs.enumerated() {
             if derived.isComplete, mode != .allSettled { break }  // decided already (e.g. an input failed)

@@ -148,6 +148,40 @@ struct CombinatorTests {
         #expect(try all?.peek()?.get() == 1)
         #expect(weakValue == nil, "all() keeps neither its inputs nor their values once complete")
     }
+
+    // MARK: Inputs are read once
+
+    /// A lazy collection makes new futures on every pass: a combinator that read it twice would
+    /// wait on one set and cancel (or read the results of) another.
+    @Test("Combinators read a lazy collection of inputs once", arguments: FutureVariant.allCases)
+    func lazyInputsAreReadOnce(variant: FutureVariant) throws {
+        let made = LockedBox<[Promise<Int>]>([])
+        let inputs = (0..<3).lazy.map { _ in
+            let promise = Promise<Int>(variant: variant)
+            made.append(promise)
+            return promise.future
+        }
+
+        let all = Future.all(inputs)
+        #expect(made.snapshot.count == 3)
+        for (index, promise) in made.snapshot.enumerated() { promise.succeed(index) }
+        #expect(try all.wait() == [0, 1, 2])
+
+        for combinator in ["allSettled", "first", "race"] {
+            made.withLock { $0 = [] }
+            let future: Future<Int>
+            switch combinator {
+            case "allSettled": future = Future.allSettled(inputs).map { $0.count }
+            case "first": future = Future.first(inputs)
+            default: future = Future.race(inputs)
+            }
+            #expect(made.snapshot.count == 3, "\(combinator)")
+            future.cancel()
+            // Cancelling the combinator cancels the very futures it listens to.
+            #expect(made.snapshot.allSatisfy { $0.isCancelled }, "\(combinator)")
+            #expect(future.isComplete, "\(combinator)")
+        }
+    }
 }
 
 extension Result {
@@ -157,3 +191,4 @@ extension Result {
         return nil
     }
 }
+
