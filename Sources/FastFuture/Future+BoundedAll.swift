@@ -93,11 +93,11 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
 
     /// Cancels the inputs in flight and starts no more (the result was cancelled).
     func cancel() {
-        let toCancel = lock.withLock { () -> [Future<Value>] in
-            guard !finished else { return [] }
+        let leftovers = lock.withLock { () -> Leftovers in
+            guard !finished else { return Leftovers() }
             return finish()
         }
-        for future in toCancel { future.cancel() }
+        for future in leftovers.inFlight { future.cancel() }
     }
 
     /// Becomes the pumping thread, unless one already is.
@@ -149,13 +149,17 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
         case ignore
         case startMore
         case succeed([Value])
-        case fail(any Error, cancel: [Future<Value>])
+        case fail(any Error)
     }
 
     private func didComplete(_ index: Int, _ result: Result<Value, any Error>) {
+        // What the lock let go of, released after it (a value's or a closure's deinit is user
+        // code, which must not run under the lock).
+        var reported: Future<Value>?
+        var leftovers = Leftovers()
         let report = lock.withLock { () -> Report in
             guard !finished else { return .ignore }
-            inFlight[index] = nil
+            reported = inFlight.removeValue(forKey: index)
             running -= 1
             switch result {
             case .success(let value):
@@ -163,12 +167,14 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
                 succeeded += 1
                 guard succeeded == count else { return .startMore }
                 let output = values.map { $0.unsafelyUnwrapped }
-                _ = finish()
+                leftovers = finish()
                 return .succeed(output)
             case .failure(let error):
-                return .fail(error, cancel: finish())
+                leftovers = finish()
+                return .fail(error)
             }
         }
+        _ = reported
         switch report {
         case .ignore:
             return
@@ -176,23 +182,31 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
             pump()
         case .succeed(let output):
             promise.tryComplete(.success(output))
-        case .fail(let error, let others):
+        case .fail(let error):
             // The result first: its consumers see the failure before the other inputs' `onCancel`
             // handlers run (their reports are ignored: the driver is finished).
             promise.tryComplete(.failure(error))
-            for future in others { future.cancel() }
+            for future in leftovers.inFlight { future.cancel() }
         }
     }
 
-    /// Marks the driver finished and lets go of everything it holds: the result holds none of
-    /// the values or makers once it completed. Returns the inputs in flight, in input order.
-    /// Call under `lock`.
-    private func finish() -> [Future<Value>] {
+    /// What `finish` took out of the driver: its caller releases it after leaving the lock.
+    private struct Leftovers {
+        /// The inputs in flight, in input order.
+        var inFlight: [Future<Value>] = []
+        var makers: [@Sendable () -> Future<Value>] = []
+        var values: [Value?] = []
+    }
+
+    /// Marks the driver finished and takes everything it holds: the result holds none of the
+    /// values or makers once it completed. Call under `lock`; release what it returns outside.
+    private func finish() -> Leftovers {
         finished = true
-        let inFlightFutures = inFlight.sorted { $0.key < $1.key }.map(\.value)
+        let leftovers = Leftovers(
+            inFlight: inFlight.sorted { $0.key < $1.key }.map(\.value), makers: makers, values: values)
         inFlight = [:]
         values = []
         makers = []
-        return inFlightFutures
+        return leftovers
     }
 }

@@ -209,4 +209,36 @@ struct BoundedAllTests {
         let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("maxConcurrent >= 1"), "\(stderr)")
     }
+    /// What the driver gathered is released after it leaves its lock: a value whose deinit calls
+    /// back into the combinator (here: cancels its result) must not deadlock on that lock.
+    @Test(
+        "A gathered value's deinit may call back into the combinator when the driver lets it go",
+        arguments: FutureVariant.allCases)
+    func releasesGatheredValuesOutsideItsLock(variant: FutureVariant) {
+        final class CallsBack: Sendable {
+            let onDeinit: @Sendable () -> Void
+            init(_ onDeinit: @escaping @Sendable () -> Void) { self.onDeinit = onDeinit }
+            deinit { onDeinit() }
+        }
+        let result = LockedBox<Future<[CallsBack]>?>(nil)
+        let deinits = LockedCounter()
+        var first: Promise<CallsBack>? = Promise(variant: variant)
+        let second = Promise<CallsBack>(variant: variant)
+        // The makers are the driver's only: it lets go of them when it finishes.
+        result.withLock {
+            $0 = Future.all([{ [future = first!.future] in future }, { second.future }], maxConcurrent: 2)
+        }
+        first!.succeed(
+            CallsBack {
+                deinits.increment()
+                result.snapshot?.cancel()
+            })
+        first = nil
+        // Now only the driver holds the value (its `values`, and the first maker's future).
+        #expect(deinits.value == 0)
+        second.fail(TestFailure(2))
+        #expect(deinits.value == 1)
+        #expect(throws: TestFailure(2)) { try result.snapshot?.wait() }
+    }
 }
+
