@@ -68,6 +68,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// does not depend on `Value` and destroying it needs no metadata.
     @usableFromInline @exclusivity(unchecked) internal var _inlineHandler: _CallbackBody<Value>
 
+    #if DEBUG
+        /// Debug builds only: where this future's promise was made, for the dropped-future
+        /// warning (see `_DroppedFutureCheck`). Written once, before the future is shared; read
+        /// by `deinit`.
+        @usableFromInline @exclusivity(unchecked) internal var _debugCreationSite: (file: StaticString, line: UInt)?
+    #endif
+
     // MARK: Initializers
 
     /// Creates a future in the given state.
@@ -83,6 +90,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
         self._resultCell = _ResultCell()
         self._inlineHandler = .none
+        #if DEBUG
+            self._debugCreationSite = nil
+        #endif
         assert(
             withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) }
                 == UnsafeMutableRawPointer(_resultCellPointer),
@@ -115,11 +125,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ) {
         self.init(_variant: variant, result: nil)
         let promise = Promise(_future: self, file: file, line: line)
-        assert(
-            {
-                _DroppedFutureCheck.record(self, file: file, line: line)
-                return true
-            }())
+        #if DEBUG
+            _debugCreationSite = (file, line)
+        #endif
         do {
             try body(promise)
         } catch {
@@ -150,11 +158,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        assert(
-            {
-                _DroppedFutureCheck.check(self, _core)
-                return true
-            }())
+        #if DEBUG
+            if let site = _debugCreationSite { _DroppedFutureCheck.check(self, _core, file: site.file, line: site.line) }
+        #endif
         _destroyResult()
         _core.deinitialize()
     }

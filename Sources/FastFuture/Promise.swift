@@ -28,13 +28,11 @@ public struct Promise<Value: Sendable>: Sendable {
     @inlinable
     public init(variant: FutureVariant = .lockFree, file: StaticString = #fileID, line: UInt = #line) {
         self.init(_future: Future(_variant: variant, result: nil), file: file, line: line)
-        // Debug builds only (inside assert: release builds compile nothing): remember where the
-        // promise was made, for the dropped-future warning.
-        assert(
-            {
-                _DroppedFutureCheck.record(future, file: file, line: line)
-                return true
-            }())
+        #if DEBUG
+            // Remember where the promise was made, for the dropped-future warning (debug builds;
+            // the future is not shared yet).
+            future._debugCreationSite = (file, line)
+        #endif
     }
 
     @inlinable

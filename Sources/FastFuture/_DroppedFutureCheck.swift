@@ -16,9 +16,11 @@ import AtomicsShim
 ///     FastFuture: a pending Future<Int> was freed with callbacks that will never run; its promise was
 ///     created at App/Loader.swift:42 and dropped without being completed. (FASTFUTURE_SILENCE_DROPPED=1 silences this.)
 ///
-/// Callers call it inside `assert({ ...; return true }())`, which release builds do not compile:
-/// there, nothing of this is in the library or in inlined code.
-/// In debug builds each promise costs one dictionary insert and removal under a lock.
+/// Debug builds only (`#if DEBUG`): the promise's initializer stores its creation site in the
+/// future (`Future._debugCreationSite`), and the future's deinit calls `check`. Nothing here
+/// takes a lock unless a warning is about to be printed - so the check adds no synchronization
+/// between threads that ThreadSanitizer would take for ordering (a process-wide lock in every
+/// deinit would hide real races from it). Release builds compile none of it.
 @usableFromInline
 internal enum _DroppedFutureCheck {
     struct Site: Hashable {
@@ -26,9 +28,9 @@ internal enum _DroppedFutureCheck {
         let line: UInt
     }
 
+    /// The sites already reported (each is reported once).
     final class Registry: @unchecked Sendable {  // unchecked: every access is under `lock`
         let lock = _DriverLock()
-        var sites: [ObjectIdentifier: Site] = [:]
         var reported: Set<Site> = []
     }
 
@@ -38,22 +40,16 @@ internal enum _DroppedFutureCheck {
         return String(cString: value) != "0"
     }()
 
-    /// Remembers where the promise of `future` was created.
+    /// Called from the deinit of a future whose promise was made at `file`:`line`: warns if it
+    /// dies pending with callbacks.
     @usableFromInline @inline(never)
-    static func record(_ future: AnyObject, file: StaticString, line: UInt) {
-        let site = Site(file: "\(file)", line: line)
-        registry.lock.withLock { registry.sites[ObjectIdentifier(future)] = site }
-    }
-
-    /// Called from a future's deinit: forgets it, and warns if it dies pending with callbacks.
-    @usableFromInline @inline(never)
-    static func check(_ future: AnyObject, _ core: _FutureCore) {
-        let site = registry.lock.withLock { registry.sites.removeValue(forKey: ObjectIdentifier(future)) }
-        guard let site, !silenced else { return }
+    static func check(_ future: AnyObject, _ core: _FutureCore, file: StaticString, line: UInt) {
+        guard !silenced else { return }
         // The last reference is gone: no other thread touches the word (see `deinitialize`).
         let state = ff_atomic_word_load_relaxed(core.state)
         let hasCallbacks = state & _State.pointerMask != 0 || state & _State.inline != 0
         guard state & _State.completed == 0, hasCallbacks else { return }
+        let site = Site(file: "\(file)", line: line)
         let first = registry.lock.withLock { registry.reported.insert(site).inserted }
         guard first else { return }
         let type = "\(type(of: future))"
