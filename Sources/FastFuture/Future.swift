@@ -159,7 +159,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 
     deinit {
         #if DEBUG
-            if let site = _debugCreationSite { _DroppedFutureCheck.check(self, _core, file: site.file, line: site.line) }
+            if let site = _debugCreationSite {
+                _DroppedFutureCheck.check(self, _core, file: site.file, line: site.line)
+            }
         #endif
         _destroyResult()
         _core.deinitialize()
@@ -229,13 +231,18 @@ internal enum _CallbackBody<Value: Sendable>: Sendable {
 }
 
 extension Future {
-    /// Registers an `.inline` callback in the future's embedded node if it is free: no
-    /// allocation. Returns `false` if it is taken (or the future is complete): then the caller
-    /// allocates a node.
+    /// Registers an `.inline` callback without allocating: in the future's embedded node if it
+    /// is free; or, if the future is complete and this thread is not inside a callback, by
+    /// running it at once. Returns `false` if the caller must allocate a node: the embedded one
+    /// is taken, or the future is complete and the callback must queue behind the running one.
     @inlinable
     internal func _registerInline(_ handler: _CallbackBody<Value>) -> Bool {
         let core = _core
-        guard core.claimInline() else { return false }
+        switch core.claimInline() {
+        case .claimed: break
+        case .taken: return false
+        case .completed: return _Trampoline.runIfIdle { handler.run(with: _completedResult) }
+        }
         _inlineHandler = handler
         core.inlineFire.pointee.fire = Future<Value>._fireInline
         let node = core.inlineNode

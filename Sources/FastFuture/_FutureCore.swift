@@ -109,6 +109,17 @@ internal enum _Upstream {
     @usableFromInline static let closed: UInt = 1
 }
 
+/// What `claimInline` found.
+@usableFromInline
+internal enum _InlineClaim {
+    /// The embedded node is this caller's to fill and push.
+    case claimed
+    /// Another registration has it (the future was pending when this call looked).
+    case taken
+    /// The future is complete (seen with acquire, or under the mutex: the result may be read).
+    case completed
+}
+
 /// How a claim ended.
 @usableFromInline
 internal enum _ClaimOutcome {
@@ -255,26 +266,34 @@ internal struct _FutureCore {
     /// Takes the embedded node for the first registration: `true` for one caller only, and
     /// never once the future is complete.
     @inlinable
-    func claimInline() -> Bool {
+    func claimInline() -> _InlineClaim {
         if let mutex { return claimInlineLocked(mutex) }
-        // relaxed: the bit only elects the node's owner; its fields are published by the push's
-        // release, like any node's.
-        var current = ff_atomic_word_load_relaxed(state)
+        // acquire (this load, and the reload after a failed CAS): if COMPLETED is seen, the
+        // caller reads the result; pairs with `publish`'s release. Otherwise the bit only elects
+        // the node's owner; its fields are published by the push's release, like any node's.
+        var current = ff_atomic_word_load_acquire(state)
         while true {
-            if current & (_State.inline | _State.completed) != 0 { return false }
+            if current & _State.completed != 0 { return .completed }
+            if current & _State.inline != 0 { return .taken }
             if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.inline) {
-                return true
+                return .claimed
+            }
+            if current & _State.completed != 0 {
+                // COMPLETED is final: this load reads the publish (or a later value) and
+                // synchronizes with it.
+                current = ff_atomic_word_load_acquire(state)
             }
         }
     }
 
     @usableFromInline @inline(never)
-    func claimInlineLocked(_ mutex: _FutureLock) -> Bool {
+    func claimInlineLocked(_ mutex: _FutureLock) -> _InlineClaim {
         mutex.withLock {
             let current = ff_atomic_word_load_relaxed(state)
-            if current & (_State.inline | _State.completed) != 0 { return false }
+            if current & _State.completed != 0 { return .completed }
+            if current & _State.inline != 0 { return .taken }
             ff_atomic_word_store_relaxed(state, current | _State.inline)
-            return true
+            return .claimed
         }
     }
 

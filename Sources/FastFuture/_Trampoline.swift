@@ -102,10 +102,26 @@ internal final class _Trampoline {
         }
     }
 
+    /// Runs `body` now, as trampolined work, if this thread is not already running any (a
+    /// late callback at top level: no node to allocate, no queue to pass through). Returns
+    /// `false`, running nothing, if it is: then the caller queues the work with `run(_:)`.
+    @inlinable
+    static func runIfIdle(_ body: () -> Void) -> Bool {
+        let trampoline = current
+        if trampoline.isDraining { return false }
+        trampoline.isDraining = true
+        body()
+        if trampoline.count > 0 {
+            trampoline.drainQueue()
+        } else {
+            trampoline.isDraining = false
+        }
+        return true
+    }
+
+    /// Runs every queued item, FIFO, then leaves the draining state.
     @usableFromInline @inline(never)
-    func drain(startingWith first: _TrampolineWork) {
-        isDraining = true
-        Self.perform(first)
+    func drainQueue() {
         while count > 0 {
             let work = (buffer + head).move()
             head = (head + 1) & (capacity - 1)
@@ -114,6 +130,13 @@ internal final class _Trampoline {
         }
         head = 0
         isDraining = false
+    }
+
+    @usableFromInline @inline(never)
+    func drain(startingWith first: _TrampolineWork) {
+        isDraining = true
+        Self.perform(first)
+        drainQueue()
     }
 
     /// Runs queued work until `isDone()` or the queue is empty: for a `wait()` made inside a

@@ -241,4 +241,3 @@ struct BoundedAllTests {
         #expect(throws: TestFailure(2)) { try result.snapshot?.wait() }
     }
 }
-

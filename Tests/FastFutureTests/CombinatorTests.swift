@@ -191,4 +191,3 @@ extension Result {
         return nil
     }
 }
-

@@ -34,6 +34,33 @@ struct StackSafetyTests {
         #expect(outcome.snapshot == Self.steps)
     }
 
+    /// A late callback at top level runs at once, without a node; one that registers another
+    /// late callback from inside must still queue it (run after it returns), not recurse.
+    @Test(
+        "A million late callbacks, each registered by the one before, run iteratively",
+        arguments: FutureVariant.allCases)
+    func millionLateCallbacksEachRegisteringTheNext(variant: FutureVariant) throws {
+        let outcome = LockedBox<(ran: Int, maxDepth: Int)>((0, 0))
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let ready = Future.succeeded(1, variant: variant)
+            nonisolated(unsafe) var ran = 0
+            nonisolated(unsafe) var depth = 0
+            nonisolated(unsafe) var maxDepth = 0
+            @Sendable func step() {
+                depth += 1
+                maxDepth = max(maxDepth, depth)
+                ran += 1
+                if ran < Self.steps { ready.whenComplete { _ in step() } }
+                depth -= 1
+            }
+            ready.whenComplete { _ in step() }
+            // At top level everything ran before the first whenComplete returned.
+            outcome.withLock { $0 = (ran, maxDepth) }
+        }
+        #expect(outcome.snapshot.ran == Self.steps)
+        #expect(outcome.snapshot.maxDepth == 1)
+    }
+
     @Test(arguments: FutureVariant.allCases)
     func millionFlatMapsReturningCompleteFutures(variant: FutureVariant) throws {
         let outcome = LockedBox<Int?>(nil)

@@ -14,5 +14,6 @@ let benchmarks: @Sendable () -> Void = {
     registerS5()
     registerS6()
     registerS7()
+    registerS8()
     registerAll()
 }

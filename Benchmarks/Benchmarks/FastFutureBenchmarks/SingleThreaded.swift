@@ -1,4 +1,4 @@
-// Single-threaded scenarios: S1, S2, S3, S6 and `all`. NIO runs on an `EmbeddedEventLoop`, so
+// Single-threaded scenarios: S1, S2, S3, S6, S8 and `all`. NIO runs on an `EmbeddedEventLoop`, so
 // every library completes futures and runs callbacks inline on the benchmark thread.
 //
 // Callbacks and transforms here capture nothing, so they are thin closures that allocate nothing:
@@ -57,6 +57,47 @@ func registerS1() {
                 continuation.resume(returning: value)
             }
             blackHole(result)
+        }
+    }
+}
+
+// MARK: - S8: late callbacks (register on a future that is already complete)
+
+func registerS8() {
+    for impl in Impl.all {
+        Benchmark(
+            "S8.\(impl.label)",
+            configuration: .suite(scalingFactor: .kilo, exactAllocations: impl != .nio)
+        ) { benchmark in
+            switch impl {
+            case .fastFuture(let variant):
+                let future = Future.succeeded(1, variant: variant)
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations {
+                    future.whenComplete { result in blackHole(result) }
+                }
+                benchmark.stopMeasurement()
+            case .nio:
+                let loop = EmbeddedEventLoop()
+                let future = loop.makeSucceededFuture(1)
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations {
+                    future.whenComplete { result in blackHole(result) }
+                }
+                benchmark.stopMeasurement()
+                withExtendedLifetime(loop) {}
+            }
+        }
+    }
+    if #available(macOS 15.0, iOS 18.0, *) {
+        Benchmark("S8.reference", configuration: .suite(scalingFactor: .kilo)) { benchmark in
+            let future = ReferenceFuture<Int>.make()
+            future.complete(1)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                future.whenComplete { value in blackHole(value) }
+            }
+            benchmark.stopMeasurement()
         }
     }
 }

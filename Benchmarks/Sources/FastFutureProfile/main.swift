@@ -1,12 +1,13 @@
 // A plain executable that runs one scenario's inner loop N times, for profilers that want a
 // process to themselves (valgrind --tool=callgrind, perf). `scripts/bench-profile` drives it.
 //
-//     FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations]
-//     FastFutureProfile S1 reference [iterations]
+//     FastFutureProfile <S1|S2|S8|all> <lockFree|locked|nio> [iterations]
+//     FastFutureProfile <S1|S8> reference [iterations]
 //
 // `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
 // counts - which, unlike times, do not move with the machine's load - can be compared too.
-// `reference` (S1 only) runs S1 on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
+// S8: one callback registered on a future that is already complete (a late callback).
+// `reference` (S1, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
 // compare with, not a product.
 
 import FastFuture
@@ -44,6 +45,13 @@ func s2(_ variant: FutureVariant, _ iterations: Int) {
     }
 }
 
+func s8(_ variant: FutureVariant, _ iterations: Int) {
+    let future = Future.succeeded(1, variant: variant)
+    for _ in 0..<iterations {
+        future.whenComplete { result in consume(result) }
+    }
+}
+
 func all(_ variant: FutureVariant, _ iterations: Int) {
     for _ in 0..<iterations {
         let promises = (0..<10_000).map { _ in Promise<Int>(variant: variant) }
@@ -61,6 +69,23 @@ func referenceS1(_ iterations: Int) {
         let future = ReferenceFuture<Int>.make()
         future.whenComplete { value in consume(value) }
         future.complete(value)
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, *)
+func referenceS8(_ iterations: Int) {
+    let future = ReferenceFuture<Int>.make()
+    future.complete(1)
+    for _ in 0..<iterations {
+        future.whenComplete { value in consume(value) }
+    }
+}
+
+func nioS8(_ iterations: Int) {
+    let loop = EmbeddedEventLoop()
+    let future = loop.makeSucceededFuture(1)
+    for _ in 0..<iterations {
+        future.whenComplete { result in consume(result) }
     }
 }
 
@@ -104,7 +129,7 @@ func nioAll(_ iterations: Int) {
 }
 
 let usage =
-    "usage: FastFutureProfile <S1|S2|all> <lockFree|locked|nio> [iterations] | FastFutureProfile S1 reference [iterations]"
+    "usage: FastFutureProfile <S1|S2|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S8> reference [iterations]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
@@ -114,11 +139,16 @@ case ("S1", "nio"): nioS1(iterations)
 case ("S1", "reference"):
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
     referenceS1(iterations)
+case ("S8", "reference"):
+    guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
+    referenceS8(iterations)
 case (_, "reference"): fail(usage)
+case ("S8", "nio"): nioS8(iterations)
 case ("S2", "nio"): nioS2(iterations)
 case ("all", "nio"): nioAll(iterations)
 case ("S1", _): s1(variant, iterations)
 case ("S2", _): s2(variant, iterations)
+case ("S8", _): s8(variant, iterations)
 case ("all", _): all(variant, iterations)
 default: fail(usage)
 }
