@@ -263,8 +263,8 @@ internal struct _FutureCore {
 
     // MARK: The embedded node
 
-    /// Takes the embedded node for the first registration: `true` for one caller only, and
-    /// never once the future is complete.
+    /// Takes the embedded node for the first registration: `.claimed` for one caller only, and
+    /// never once the future is complete (then `.completed`, and the result may be read).
     @inlinable
     func claimInline() -> _InlineClaim {
         if let mutex { return claimInlineLocked(mutex) }

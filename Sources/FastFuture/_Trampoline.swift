@@ -19,7 +19,9 @@ internal enum _TrampolineWork {
 /// The per-thread queue that makes inline callbacks iterative.
 ///
 /// Whoever completes a future (or registers on a complete one, or cancels one) hands the work
-/// to its thread's trampoline with `_Trampoline.run(_:)`:
+/// to its thread's trampoline with `_Trampoline.run(_:)` (an `.inline` callback registered on a
+/// complete future uses `runIfIdle`, which runs it the same way without a node when the
+/// trampoline is idle, and otherwise leaves the caller to queue a node with `run`):
 ///
 ///     not draining ──run(work)──▶ draining: run work, then every queued item, FIFO ──▶ not draining
 ///     draining     ──run(work)──▶ append work to the queue and return at once
