@@ -15,7 +15,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(.complete(body)) { return }
+        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.complete(body)) { return }
         _register(_HandlerNode<Value, _>(.complete(body), executor: executor))
     }
 
@@ -29,7 +29,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(.success(body)) { return }
+        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.success(body)) { return }
         _register(_HandlerNode<Value, _>(.success(body), executor: executor))
     }
 
@@ -44,7 +44,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(.failure(body)) { return }
+        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.failure(body)) { return }
         _register(_HandlerNode<Value, _>(.failure(body), executor: executor))
     }
 }

@@ -3,7 +3,10 @@ extension Future {
     // Twisted's callback/errback chain: a throwing body fails the derived future; a failure skips
     // `map`/`flatMap` bodies and reaches the next `recover`/`flatMapError`/`mapError`/`always`;
     // a success skips the error handlers. Each step costs two allocations (the derived future and
-    // one node); cancelling the derived future cancels this one (see `cancel()`). While pending,
+    // one node), except an `.inline` `map` or `flatMap` whose source's embedded node is free (its
+    // first registration): one, the derived future (see `_InlineMapStep`, `_InlineFlatMapStep`;
+    // a `flatMap` adds the inner future, and follows it in the inner future's embedded node, or
+    // at once if it is complete); cancelling the derived future cancels this one (see `cancel()`). While pending,
     // the derived future holds this one (its upstream) and this one holds the derived future (in
     // its callback node): a chain whose source can never complete stays in memory until it is
     // cancelled; completing either end breaks the cycle.
@@ -21,6 +24,11 @@ extension Future {
         _ transform: @escaping @Sendable (Value) throws -> U
     ) -> Future<U> {
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
+        if type(of: executor) == InlineExecutor.self,
+            _registerInline(_InlineMapStep(derived: derived, transform: transform))
+        {
+            return derived
+        }
         _register(_ValueStepNode<Value, U, _>(derived: derived, body: .map(transform), executor: executor))
         return derived
     }
@@ -40,6 +48,11 @@ extension Future {
         _ transform: @escaping @Sendable (Value) throws -> Future<U>
     ) -> Future<U> {
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
+        if type(of: executor) == InlineExecutor.self,
+            _registerInline(_InlineFlatMapStep(derived: derived, transform: transform))
+        {
+            return derived
+        }
         _register(_ValueStepNode<Value, U, _>(derived: derived, body: .flatMap(transform), executor: executor))
         return derived
     }

@@ -62,12 +62,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// of `Value` itself, which the class's own metadata holds.
     @usableFromInline @exclusivity(unchecked) internal var _resultCell: _ResultCell
 
-    /// The first `.inline` callback, kept in the future instead of a node of its own (see
-    /// `_State.inline`): written by the registrant that claimed the embedded node, before the
-    /// push that publishes it; taken by whoever runs it. Function payloads only, so its layout
-    /// does not depend on `Value` and destroying it needs no metadata.
-    @usableFromInline @exclusivity(unchecked) internal var _inlineHandler: _CallbackBody<Value>
-
     #if DEBUG
         /// Debug builds only: where this future's promise was made, for the dropped-future
         /// warning (see `_DroppedFutureCheck`). Written once, before the future is shared; read
@@ -89,7 +83,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
         self._resultCell = _ResultCell()
-        self._inlineHandler = .none
         #if DEBUG
             self._debugCreationSite = nil
         #endif
@@ -203,13 +196,46 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-// MARK: - The embedded first callback
+// MARK: - The embedded first registration
 
-/// A `whenComplete`/`whenSuccess`/`whenFailure` body: in a `_HandlerNode`, or the first
-/// `.inline` callback of a future (`Future._inlineHandler`; `.none` when there is none).
+/// What the future's embedded node can hold instead of a node of its own (see `_State.inline`):
+/// a value of at most three words, stored in `_FutureWords.inlineSlot` by the registrant that
+/// claimed the node, before the push that publishes it, and moved out by whoever runs it.
+///
+/// Two kinds: a callback body (`_CallbackBody`: the first `.inline` `whenComplete`/
+/// `whenSuccess`/`whenFailure`) and a `map` step (`_InlineMapStep`: the derived future and the
+/// transform) - so a promise with one callback, or a `map` with an `.inline` transform, needs no
+/// allocation beyond the futures themselves.
 @usableFromInline
-internal enum _CallbackBody<Value: Sendable>: Sendable {
-    case none
+internal protocol _InlineRegistration: Sendable {
+    associatedtype Source: Sendable
+
+    /// Runs the registration with the source's result.
+    func run(with result: Result<Source, any Error>)
+}
+
+extension _InlineRegistration {
+    /// Whether a value of this type fits in the slot (folded to a constant when specialized).
+    @inlinable
+    static var _fitsInSlot: Bool {
+        MemoryLayout<Self>.size <= MemoryLayout<_InlineSlot>.size
+            && MemoryLayout<Self>.alignment <= MemoryLayout<_InlineSlot>.alignment
+    }
+
+    /// The embedded node's `fire` for this kind (see `_InlineFire`): moves the registration out
+    /// of `slot`, then runs it with the result of `source`, or, if `source` is `nil`, drops it.
+    @inlinable
+    static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: AnyObject?) {
+        let registration = slot.assumingMemoryBound(to: Self.self).move()
+        guard let source else { return }
+        registration.run(with: unsafeDowncast(source, to: Future<Source>.self)._completedResult)
+    }
+}
+
+/// A `whenComplete`/`whenSuccess`/`whenFailure` body: in a `_HandlerNode`, or in the embedded
+/// node of a future (its first `.inline` callback).
+@usableFromInline
+internal enum _CallbackBody<Value: Sendable>: _InlineRegistration {
     case complete(@Sendable (Result<Value, any Error>) -> Void)
     case success(@Sendable (Value) -> Void)
     case failure(@Sendable (any Error) -> Void)
@@ -224,27 +250,30 @@ internal enum _CallbackBody<Value: Sendable>: Sendable {
             body(value)
         case (.failure(let body), .failure(let error)):
             body(error)
-        case (.none, _), (.success, .failure), (.failure, .success):
+        case (.success, .failure), (.failure, .success):
             break
         }
     }
 }
 
 extension Future {
-    /// Registers an `.inline` callback without allocating: in the future's embedded node if it
-    /// is free; or, if the future is complete and this thread is not inside a callback, by
-    /// running it at once. Returns `false` if the caller must allocate a node: the embedded one
-    /// is taken, or the future is complete and the callback must queue behind the running one.
+    /// Registers `registration` (an `.inline` callback or step) without allocating: in the
+    /// future's embedded node if it is free; or, if the future is complete and this thread is
+    /// not inside a callback, by running it at once. Returns `false` if the caller must
+    /// allocate a node: the embedded one is taken, or the future is complete and the
+    /// registration must queue behind the running callback.
     @inlinable
-    internal func _registerInline(_ handler: _CallbackBody<Value>) -> Bool {
+    internal func _registerInline<Registration: _InlineRegistration>(_ registration: consuming Registration) -> Bool
+    where Registration.Source == Value {
+        guard Registration._fitsInSlot else { return false }
         let core = _core
         switch core.claimInline() {
         case .claimed: break
         case .taken: return false
-        case .completed: return _Trampoline.runIfIdle { handler.run(with: _completedResult) }
+        case .completed: return _Trampoline.runIfIdle { registration.run(with: _completedResult) }
         }
-        _inlineHandler = handler
-        core.inlineFire.pointee.fire = Future<Value>._fireInline
+        core.inlineSlot.initializeMemory(as: Registration.self, to: registration)
+        core.inlineFire.pointee.fire = Registration._fireFromSlot
         let node = core.inlineNode
         assert(UInt(bitPattern: node) & _State.flagMask == 0, "FastFuture: the embedded node is not 16-byte aligned")
         guard let seen = core.push(node, isCancelHandler: false) else { return true }
@@ -252,15 +281,6 @@ extension Future {
         _CallbackNode._nextField(node).pointee = nil
         _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
         return true
-    }
-
-    /// Runs the embedded callback of `future` (a `Future<Value>`) and releases it.
-    @inlinable
-    internal static func _fireInline(_ future: AnyObject) {
-        let future = unsafeDowncast(future, to: Future<Value>.self)
-        let handler = future._inlineHandler
-        future._inlineHandler = .none
-        handler.run(with: future._completedResult)
     }
 }
 

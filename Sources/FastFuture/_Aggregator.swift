@@ -38,10 +38,30 @@ internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sen
     }
 }
 
+/// The same registration kept in the input's embedded node, where it is free (the input's
+/// first registration): two words, no allocation (see `_InlineRegistration`).
+@usableFromInline
+internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
+    @usableFromInline let sink: Sink
+    @usableFromInline let index: Int
+
+    @inlinable
+    init(sink: Sink, index: Int) {
+        self.sink = sink
+        self.index = index
+    }
+
+    @inlinable
+    func run(with result: Result<Sink.Input, any Error>) {
+        sink._input(index, result)
+    }
+}
+
 /// The shared state of one `all`/`allSettled`/`first`/`race` call.
 ///
 /// Costs O(1) allocations per call (this object, the inputs buffer, the derived future, the
-/// output array) plus one node per input, and O(1) work per input completion (O(n) once, to
+/// output array) plus one node per input whose embedded node is taken (none for an input with
+/// no registration yet: see `_InlineInput`), and O(1) work per input completion (O(n) once, to
 /// build the output). Nothing re-scans the inputs.
 ///
 /// Results are not copied anywhere: each input keeps its own, and whoever finishes the
@@ -132,7 +152,9 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         // complete reports at once, and may finish the combinator and free the buffer.
         for (index, input) in inputs.enumerated() {
             if derived.isComplete, mode != .allSettled { break }  // decided already (e.g. an input failed)
-            input._register(_InputNode(sink: aggregator, index: index))
+            if !input._registerInline(_InlineInput(sink: aggregator, index: index)) {
+                input._register(_InputNode(sink: aggregator, index: index))
+            }
         }
         return derived
     }

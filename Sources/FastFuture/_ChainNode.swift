@@ -53,17 +53,39 @@ internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable 
         }
     }
 
-    /// Waits for `inner` and forwards its result (the second half of a `flatMap`).
+    /// Waits for `inner` and forwards its result (the second half of a `flatMap`), following
+    /// it with this node.
     @usableFromInline
     final func _follow(_ inner: Future<Output>) {
-        guard derived._replaceUpstream(with: inner) else {
-            // The derived future completed meanwhile. Nothing but this node completes it
-            // normally, so it was cancelled: pass that on to the inner future.
+        derived._follow(inner, reusing: self)
+    }
+}
+
+extension Future {
+    /// Completes this future (derived by a `flatMap`-like step) with `inner`'s result: at once if
+    /// `inner` is complete, else when it completes - with `node` if the step has one to reuse,
+    /// else in `inner`'s embedded node if it is free, else with a `_ForwardNode`. Cancelling this
+    /// future meanwhile cancels `inner` (the upstream word points at it).
+    @inlinable
+    internal func _follow(_ inner: Future<Value>, reusing node: _ChainNode<Value>?) {
+        if let result = inner.peek() {
+            // No need to wait: completing here is as stack-safe as forwarding later (this
+            // future's callbacks go through the trampoline either way).
+            _complete(result)
+            return
+        }
+        guard _replaceUpstream(with: inner) else {
+            // This future completed meanwhile. Nothing but the step completes it normally, so it
+            // was cancelled: pass that on to the inner future.
             inner.cancel()
             return
         }
-        _awaitingInner = true
-        inner._register(self)
+        if let node {
+            node._awaitingInner = true
+            inner._register(node)
+        } else if !inner._registerInline(_InlineForward(derived: self)) {
+            inner._register(_ForwardNode(derived: self))
+        }
     }
 }
 
@@ -202,5 +224,110 @@ internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: 
         case (_, .success):
             derived._complete(result)
         }
+    }
+}
+
+// MARK: - Steps in their source's embedded node
+
+/// An `.inline` `map` step kept in its source's embedded node (see `_InlineRegistration`)
+/// instead of a `_ValueStepNode`: the derived future and the transform, three words. Runs
+/// exactly as the node's `.map` body does.
+@usableFromInline
+internal struct _InlineMapStep<Input: Sendable, Output: Sendable>: _InlineRegistration {
+    @usableFromInline let derived: Future<Output>
+    @usableFromInline let transform: @Sendable (Input) throws -> Output
+
+    @inlinable
+    init(derived: Future<Output>, transform: @escaping @Sendable (Input) throws -> Output) {
+        self.derived = derived
+        self.transform = transform
+    }
+
+    @inlinable
+    func run(with result: Result<Input, any Error>) {
+        switch result {
+        case .failure(let error):
+            // A failure skips the body and flows on.
+            derived._complete(.failure(error))
+        case .success(let value):
+            // Cancelled meanwhile: the body has no one to produce for.
+            if derived.isComplete { return }
+            let output: Result<Output, any Error>
+            do {
+                output = .success(try transform(value))
+            } catch {
+                output = .failure(error)
+            }
+            derived._complete(output)
+        }
+    }
+}
+
+/// An `.inline` `flatMap` step kept in its source's embedded node: the derived future and the
+/// transform. Runs exactly as the node's `.flatMap` body does, then follows the inner future
+/// without a node of its own where it can (see `Future._follow(_:reusing:)`).
+@usableFromInline
+internal struct _InlineFlatMapStep<Input: Sendable, Output: Sendable>: _InlineRegistration {
+    @usableFromInline let derived: Future<Output>
+    @usableFromInline let transform: @Sendable (Input) throws -> Future<Output>
+
+    @inlinable
+    init(derived: Future<Output>, transform: @escaping @Sendable (Input) throws -> Future<Output>) {
+        self.derived = derived
+        self.transform = transform
+    }
+
+    @inlinable
+    func run(with result: Result<Input, any Error>) {
+        switch result {
+        case .failure(let error):
+            derived._complete(.failure(error))
+        case .success(let value):
+            if derived.isComplete { return }
+            let inner: Future<Output>
+            do {
+                inner = try transform(value)
+            } catch {
+                derived._complete(.failure(error))
+                return
+            }
+            derived._follow(inner, reusing: nil)
+        }
+    }
+}
+
+/// The second half of a `flatMap` step that had no node: forwards the inner future's result to
+/// the derived future, from the inner future's embedded node...
+@usableFromInline
+internal struct _InlineForward<Value: Sendable>: _InlineRegistration {
+    @usableFromInline let derived: Future<Value>
+
+    @inlinable
+    init(derived: Future<Value>) {
+        self.derived = derived
+    }
+
+    @inlinable
+    func run(with result: Result<Value, any Error>) {
+        derived._complete(result)
+    }
+}
+
+/// ... or, when that node is taken, from a node of its own.
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _ForwardNode<Value: Sendable>: _CallbackNode, @unchecked Sendable {
+    @usableFromInline let derived: Future<Value>
+
+    @inlinable
+    init(derived: Future<Value>) {
+        self.derived = derived
+        super.init(isCancelHandler: false, fire: _ForwardNode<Value>._fireForward)
+    }
+
+    @inlinable
+    static func _fireForward(_ node: _CallbackNode, _ future: AnyObject) {
+        unsafeDowncast(node, to: Self.self).derived._complete(
+            unsafeDowncast(future, to: Future<Value>.self)._completedResult)
     }
 }

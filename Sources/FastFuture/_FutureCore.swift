@@ -33,8 +33,14 @@ internal struct _FutureWords {
     @usableFromInline let isLocked: Bool
     /// The first registration's embedded node (see `_State.inline`): its stack link...
     @usableFromInline var inlineNext: UnsafeMutableRawPointer?
-    /// ... and what running it does (`Future<V>._fireInline`, specialized where it was set).
+    /// ... what running it does (`_InlineRegistration._fireFromSlot`, specialized where it was
+    /// set; `nil` while the slot is empty) ...
     @usableFromInline var inlineFire: _InlineFire
+    /// ... and the registration itself, in raw memory (a callback body, or a `map` step's derived
+    /// future and transform: see `_InlineRegistration`). Written by the node's owner before the
+    /// push that publishes it; moved out by whoever runs it, or destroyed by the future's deinit
+    /// if it never ran.
+    @usableFromInline var inlineSlot: _InlineSlot
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
@@ -45,18 +51,35 @@ internal struct _FutureWords {
         self.isLocked = variant == .locked
         self.inlineNext = nil
         self.inlineFire = _InlineFire(fire: nil)
+        self.inlineSlot = _InlineSlot()
+    }
+}
+
+/// Raw storage for the embedded node's registration: three words, word-aligned - room for a
+/// closure and one reference, which is what the registrations kept there need.
+@usableFromInline
+internal struct _InlineSlot {
+    @usableFromInline var words: (UInt, UInt, UInt)
+
+    @inlinable
+    init() {
+        words = (0, 0, 0)
     }
 }
 
 /// What running a future's embedded node does. A struct around the function, so that the field
 /// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
 /// expect the function reabstracted (thunked), not as a struct field stores it.
+///
+/// `fire(slot, source)` moves the registration out of `slot` and runs it with the result of
+/// `source` (the complete future); with `source == nil` it only destroys it (the future died
+/// pending).
 @usableFromInline
 internal struct _InlineFire {
-    @usableFromInline var fire: (@Sendable (AnyObject) -> Void)?
+    @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, AnyObject?) -> Void)?
 
     @inlinable
-    init(fire: (@Sendable (AnyObject) -> Void)?) {
+    init(fire: (@Sendable (UnsafeMutableRawPointer, AnyObject?) -> Void)?) {
         self.fire = fire
     }
 }
@@ -304,8 +327,14 @@ internal struct _FutureCore {
         let field = inlineFire
         if let fire = field.pointee.fire {
             field.pointee.fire = nil
-            fire(future)
+            fire(inlineSlot, future)
         }
+    }
+
+    /// The embedded node's registration storage (owned by the node's owner).
+    @inlinable
+    var inlineSlot: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineSlot).unsafelyUnwrapped
     }
 
     /// The embedded node's `inlineFire` field (owned by the node's owner; never `words.pointee`,
@@ -464,6 +493,13 @@ internal struct _FutureCore {
         let list = ff_atomic_word_load_relaxed(waiters)
         if list != 0 {
             Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped).release()
+        }
+        // The embedded node's registration, if it never ran (it was pushed and the future died
+        // pending; its owner holds the future until then): destroy it, running nothing.
+        let field = inlineFire
+        if let fire = field.pointee.fire {
+            field.pointee.fire = nil
+            fire(inlineSlot, nil)
         }
     }
 }
