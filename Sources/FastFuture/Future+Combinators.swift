@@ -1,6 +1,7 @@
 extension Future {
     // Every combinator's future has the variant of its first input (`.lockFree` when there is
-    // none), costs O(n) time and allocations for n inputs (one node per input), and cancelling it
+    // none), costs O(n) time for n inputs and O(1) allocations plus one node per input that
+    // already had a registration (the first lives in the input's embedded node), and cancelling it
     // cancels every input still pending. Each reads its collection of inputs exactly once.
 
     /// Returns a future of every input's value, in input order.

@@ -4,7 +4,9 @@
 /// One node serves a whole step. For `flatMap`/`flatMapError` the same node, after running the
 /// body on the source's result, registers itself on the inner future the body returned
 /// (`_follow`) and forwards that future's result - so a step costs the derived future plus
-/// this node, two allocations, whatever its kind.
+/// this node, two allocations, whatever its kind. An `.inline` `map` or `flatMap` that is its
+/// source's first registration needs no node: it lives in the source's embedded node
+/// (`_InlineMapStep`, `_InlineFlatMapStep`, at the end of this file).
 ///
 /// Cancellation upstream does not go through the node: the derived future holds its source
 /// in its upstream word (see `_FutureWords`), and `_follow` repoints that word at the inner

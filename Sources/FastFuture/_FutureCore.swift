@@ -107,12 +107,13 @@ internal struct _InlineFire {
 ///   Between its claim and its publish the winner runs no user code - it writes the result and
 ///   exchanges the word - so that wait is a few instructions long unless the winner's thread is
 ///   preempted, and then yielding lets it run.
-/// - The first `.inline` callback needs no node of its own: a registrant that sets INLINE
-///   (a CAS; only one can) owns the node embedded in the future (`_FutureWords.inlineNext`/
-///   `inlineFire`, `Future._inlineHandler`), fills it, and pushes it like any other node - so
-///   it runs in registration order with the rest. A registrant that finds INLINE taken
-///   allocates a node as before; one whose push finds COMPLETED runs its callback itself, at
-///   once. Nobody waits for the filling registrant: the completer takes only what was pushed.
+/// - The first registration needs no node of its own (if it is a `_InlineRegistration`: an
+///   `.inline` callback, an `.inline` map/flatMap step, a flatMap's forward, a combinator's
+///   input): a registrant that sets INLINE (a CAS; only one can) owns the node embedded in the
+///   future (`_FutureWords.inlineNext`/`inlineFire`/`inlineSlot`), fills it, and pushes it like
+///   any other node - so it runs in registration order with the rest. A registrant that finds
+///   INLINE taken allocates a node as before; one whose push finds COMPLETED runs its
+///   registration itself, at once. Nobody waits for the filling registrant: the completer takes only what was pushed.
 ///   The embedded node's address is 16 bytes before `inlineNext`, like an object node's
 ///   before its `_next`, so the stack code treats both alike (`_CallbackNode._nextField`).
 @usableFromInline

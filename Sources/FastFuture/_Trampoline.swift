@@ -1,3 +1,5 @@
+import AtomicsShim
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -57,13 +59,18 @@ internal final class _Trampoline {
 
     // MARK: Thread-local access
 
-    /// The key of the thread-local slot holding the calling thread's trampoline (+1 retained).
-    /// A Swift global: created once, thread-safely, on first use.
+    /// The pthread key whose destructor releases a thread's trampoline when the thread exits
+    /// (C's `_Thread_local` has no destructors). The trampoline itself is found through
+    /// `ff_trampoline_load`, a plain thread-local read: the key is only for cleanup. A Swift
+    /// global: created once, thread-safely, on first use.
     @usableFromInline
     static let key: pthread_key_t = {
         var key = pthread_key_t()
         let rc = pthread_key_create(&key) { raw in
-            // The thread is exiting: release its trampoline.
+            // The thread is exiting: forget its trampoline (a later destructor that completes a
+            // future gets a fresh one, set here again, and POSIX calls this again for it), then
+            // release it.
+            ff_trampoline_store(nil)
             #if canImport(Darwin)
                 Unmanaged<_Trampoline>.fromOpaque(raw).release()
             #else
@@ -75,9 +82,13 @@ internal final class _Trampoline {
     }()
 
     /// The calling thread's trampoline, created on first use.
-    @inlinable
+    ///
+    /// Not inlinable, on purpose: the thread-local slot is a `static` C variable, one instance
+    /// per module that emits its accessor (see `ff_trampoline_slot`), so every access must be
+    /// made from this module's code.
+    @usableFromInline
     static var current: _Trampoline {
-        if let raw = pthread_getspecific(key) {
+        if let raw = ff_trampoline_load() {
             return Unmanaged<_Trampoline>.fromOpaque(raw).takeUnretainedValue()
         }
         return makeCurrent()
@@ -86,8 +97,10 @@ internal final class _Trampoline {
     @usableFromInline @inline(never)
     static func makeCurrent() -> _Trampoline {
         let trampoline = _Trampoline()
-        let rc = pthread_setspecific(key, Unmanaged.passRetained(trampoline).toOpaque())
+        let raw = Unmanaged.passRetained(trampoline).toOpaque()
+        let rc = pthread_setspecific(key, raw)
         precondition(rc == 0, "FastFuture: pthread_setspecific failed (\(rc))")
+        ff_trampoline_store(raw)
         return trampoline
     }
 

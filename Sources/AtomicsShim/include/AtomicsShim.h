@@ -189,6 +189,20 @@ FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
 }
 #endif
 
+/// The calling thread's slot for FastFuture's trampoline (an opaque, retained pointer; NULL until
+/// the thread first needs one).
+///
+/// A plain thread-local read or write, a single instruction once linked - instead of
+/// `pthread_getspecific`, a call through a lazily created key. `static`, as everything in a
+/// header-only target: every module that *emits* these functions gets an instance of its own.
+/// So only one function may call them - FastFuture's `_Trampoline.current`, which is not
+/// inlinable into other modules - and a thread's trampoline is reached through it alone.
+static _Thread_local void *_Nullable ff_trampoline_slot = 0;
+
+FF_INLINE void *_Nullable ff_trampoline_load(void) { return ff_trampoline_slot; }
+
+FF_INLINE void ff_trampoline_store(void *_Nullable trampoline) { ff_trampoline_slot = trampoline; }
+
 #undef FF_INLINE
 
 #endif // !defined(__cplusplus)
