@@ -202,10 +202,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 /// a value of at most three words, stored in `_FutureWords.inlineSlot` by the registrant that
 /// claimed the node, before the push that publishes it, and moved out by whoever runs it.
 ///
-/// Two kinds: a callback body (`_CallbackBody`: the first `.inline` `whenComplete`/
-/// `whenSuccess`/`whenFailure`) and a `map` step (`_InlineMapStep`: the derived future and the
-/// transform) - so a promise with one callback, or a `map` with an `.inline` transform, needs no
-/// allocation beyond the futures themselves.
+/// The kinds: a callback body (`_CallbackBody`: the first `.inline` `whenComplete`/
+/// `whenSuccess`/`whenFailure`); a `map` or `flatMap` step (`_InlineMapStep`,
+/// `_InlineFlatMapStep`: the derived future and the transform); a `flatMap` waiting for its inner
+/// future (`_InlineForward`, in the inner future); a combinator's input (`_InlineInput`). So a
+/// promise with one callback, or a chain of `.inline` `map`s, needs no allocation beyond the
+/// futures themselves.
 @usableFromInline
 internal protocol _InlineRegistration: Sendable {
     associatedtype Source: Sendable

@@ -36,8 +36,9 @@ internal struct _FutureWords {
     /// ... what running it does (`_InlineRegistration._fireFromSlot`, specialized where it was
     /// set; `nil` while the slot is empty) ...
     @usableFromInline var inlineFire: _InlineFire
-    /// ... and the registration itself, in raw memory (a callback body, or a `map` step's derived
-    /// future and transform: see `_InlineRegistration`). Written by the node's owner before the
+    /// ... and the registration itself, in raw memory (a callback body, a `map`/`flatMap` step's
+    /// derived future and transform, a `flatMap`'s forward, a combinator's input: see
+    /// `_InlineRegistration`). Written by the node's owner before the
     /// push that publishes it; moved out by whoever runs it, or destroyed by the future's deinit
     /// if it never ran.
     @usableFromInline var inlineSlot: _InlineSlot

@@ -240,4 +240,104 @@ import Testing
         #expect(throws: TestFailure(2)) { try race.peek()!.get() }
         #expect(raceInputs[0].isCancelled && raceInputs[1].isCancelled)
     }
+
+    // From the adversarial review of the embedded-node steps.
+
+    @Test(
+        "100k chained forwards (each flatMap returns the previous derived future) complete and cancel iteratively",
+        arguments: FutureVariant.allCases)
+    func chainedForwards(variant: FutureVariant) {
+        let outcome = LockedBox<Int?>(nil)
+        let cancelledAtRoot = LockedBox(false)
+        TestThreads.run(1, stackSize: StackSafetyTests.stackSize) { _ in
+            let root = Promise<Int>(variant: variant)
+            let ready = Future.succeeded(0, variant: variant)
+            var future = root.future
+            for _ in 0..<StackSafetyTests.pendingSteps {
+                let previous = future
+                future = ready.flatMap { _ in previous }
+            }
+            if future.peek() != nil { return }
+            root.succeed(7)
+            outcome.withLock { $0 = try? future.peek()?.get() }
+
+            // The same, cancelled from the end: the request must reach the root.
+            let root2 = Promise<Int>(variant: variant)
+            root2.onCancel { cancelledAtRoot.withLock { $0 = true } }
+            var future2 = root2.future
+            for _ in 0..<StackSafetyTests.pendingSteps {
+                let previous = future2
+                future2 = ready.flatMap { _ in previous }
+            }
+            future2.cancel()
+        }
+        #expect(outcome.snapshot == 7)
+        #expect(cancelledAtRoot.snapshot)
+    }
+
+    @Test("A flatMap returning its source, or the derived of another step", arguments: FutureVariant.allCases)
+    func flatMapReturningSourceOrOtherDerived(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let same = promise.future.flatMap { _ in promise.future }
+        let other = Promise<Int>(variant: variant)
+        let otherMapped = other.future.map { $0 * 10 }
+        let s1 = Promise<Int>(variant: variant)
+        let s2 = Promise<Int>(variant: variant)
+        let viaOther = s1.future.flatMap { _ in otherMapped }
+        let viaOther2 = s2.future.flatMap { _ in otherMapped }
+        promise.succeed(3)
+        s1.succeed(0)
+        s2.succeed(0)
+        let late = LockedCounter()
+        otherMapped.whenComplete { _ in late.increment() }
+        #expect(try same.peek()?.get() == 3)
+        #expect(viaOther.peek() == nil)
+        other.succeed(4)
+        #expect(try viaOther.peek()?.get() == 40)
+        #expect(try viaOther2.peek()?.get() == 40)
+        #expect(late.value == 1)
+    }
+
+    @Test("Combinators with the same input twice, pending or complete", arguments: FutureVariant.allCases)
+    func duplicatedInputs(variant: FutureVariant) throws {
+        for complete in [false, true] {
+            let p = Promise<Int>(variant: variant)
+            if complete { p.succeed(3) }
+            let all = Future.all([p.future, p.future, p.future])
+            let settled = Future.allSettled([p.future, p.future])
+            let race = Future.race([p.future, p.future])
+            let first = Future.first([p.future, p.future])
+            if !complete { p.succeed(3) }
+            #expect(try all.peek()?.get() == [3, 3, 3])
+            #expect(try settled.peek()?.get().map { try $0.get() } == [3, 3])
+            #expect(try race.peek()?.get() == 3)
+            #expect(try first.peek()?.get() == 3)
+
+            let f = Promise<Int>(variant: variant)
+            if complete { f.fail(TestFailure(1)) }
+            let firstF = Future.first([f.future, f.future])
+            let allF = Future.all([f.future, f.future])
+            if !complete { f.fail(TestFailure(1)) }
+            var errorCount = -1
+            if case .failure(let error as AllFailedError)? = firstF.peek() { errorCount = error.errors.count }
+            #expect(errorCount == 2)
+            #expect(throws: TestFailure(1)) { try allF.peek()!.get() }
+        }
+    }
+
+    @Test(
+        "A pending input dropped after its combinator finished frees the combinator", arguments: FutureVariant.allCases)
+    func droppedPendingInputFreesCombinator(variant: FutureVariant) {
+        let refs: [WeakRef] = {
+            var pending: Promise<Int>? = Promise<Int>(variant: variant)
+            let failed = Future<Int>.failed(TestFailure(1), variant: variant)
+            let all = Future.all([pending!.future, failed])
+            let refs = [WeakRef(all), WeakRef(pending!.future)]
+            pending = nil
+            return refs
+        }()
+        // `all` left the pending input alone; its promise was dropped: both go.
+        #expect(refs[0].object == nil, "all's derived future leaked")
+        #expect(refs[1].object == nil, "the dropped input leaked")
+    }
 }
