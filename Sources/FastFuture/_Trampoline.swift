@@ -88,10 +88,17 @@ internal final class _Trampoline {
     /// made from this module's code.
     @usableFromInline
     static var current: _Trampoline {
+        currentUnmanaged.takeUnretainedValue()
+    }
+
+    /// `current`, unretained: the thread-local slot holds the trampoline (+1) until the thread
+    /// exits, so code running on the thread may use it without retaining it.
+    @usableFromInline
+    static var currentUnmanaged: Unmanaged<_Trampoline> {
         if let raw = ff_trampoline_load() {
-            return Unmanaged<_Trampoline>.fromOpaque(raw).takeUnretainedValue()
+            return Unmanaged<_Trampoline>.fromOpaque(raw)
         }
-        return makeCurrent()
+        return Unmanaged.passUnretained(makeCurrent())
     }
 
     @usableFromInline @inline(never)
@@ -109,11 +116,13 @@ internal final class _Trampoline {
     /// Runs `work` now if this thread is not already running trampolined work, else queues it.
     @inlinable
     static func run(_ work: _TrampolineWork) {
-        let trampoline = current
-        if trampoline.isDraining {
-            trampoline.enqueue(work)
-        } else {
-            trampoline.drain(startingWith: work)
+        // Unretained: the thread-local slot keeps the trampoline alive (see `current`).
+        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
+            if trampoline.isDraining {
+                trampoline.enqueue(work)
+            } else {
+                trampoline.drain(startingWith: work)
+            }
         }
     }
 
@@ -122,16 +131,18 @@ internal final class _Trampoline {
     /// `false`, running nothing, if it is: then the caller queues the work with `run(_:)`.
     @inlinable
     static func runIfIdle(_ body: () -> Void) -> Bool {
-        let trampoline = current
-        if trampoline.isDraining { return false }
-        trampoline.isDraining = true
-        body()
-        if trampoline.count > 0 {
-            trampoline.drainQueue()
-        } else {
-            trampoline.isDraining = false
+        // Unretained: the thread-local slot keeps the trampoline alive (see `current`).
+        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
+            if trampoline.isDraining { return false }
+            trampoline.isDraining = true
+            body()
+            if trampoline.count > 0 {
+                trampoline.drainQueue()
+            } else {
+                trampoline.isDraining = false
+            }
+            return true
         }
-        return true
     }
 
     /// Runs every queued item, FIFO, then leaves the draining state.
