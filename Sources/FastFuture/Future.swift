@@ -225,12 +225,15 @@ extension _InlineRegistration {
     }
 
     /// The embedded node's `fire` for this kind (see `_InlineFire`): moves the registration out
-    /// of `slot`, then runs it with the result of `source`, or, if `source` is `nil`, drops it.
+    /// of `slot`, then runs it with the result of `source` (unretained: the caller holds it), or,
+    /// if `source` is `nil`, drops it.
     @inlinable
-    static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: AnyObject?) {
+    static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
         guard let source else { return }
-        registration.run(with: unsafeDowncast(source, to: Future<Source>.self)._completedResult)
+        Unmanaged<Future<Source>>.fromOpaque(source)._withUnsafeGuaranteedRef {
+            registration.run(with: $0._completedResult)
+        }
     }
 }
 
@@ -245,15 +248,13 @@ internal enum _CallbackBody<Value: Sendable>: _InlineRegistration {
     /// Calls the body if it takes this result (`whenSuccess` bodies skip failures, and so on).
     @inlinable
     func run(with result: Result<Value, any Error>) {
-        switch (self, result) {
-        case (.complete(let body), _):
+        switch self {
+        case .complete(let body):
             body(result)
-        case (.success(let body), .success(let value)):
-            body(value)
-        case (.failure(let body), .failure(let error)):
-            body(error)
-        case (.success, .failure), (.failure, .success):
-            break
+        case .success(let body):
+            if case .success(let value) = result { body(value) }
+        case .failure(let body):
+            if case .failure(let error) = result { body(error) }
         }
     }
 }

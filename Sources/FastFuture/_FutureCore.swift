@@ -73,14 +73,14 @@ internal struct _InlineSlot {
 /// expect the function reabstracted (thunked), not as a struct field stores it.
 ///
 /// `fire(slot, source)` moves the registration out of `slot` and runs it with the result of
-/// `source` (the complete future); with `source == nil` it only destroys it (the future died
-/// pending).
+/// `source` (the complete future, unretained: the caller holds it for the call); with
+/// `source == nil` it only destroys it (the future died pending).
 @usableFromInline
 internal struct _InlineFire {
-    @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, AnyObject?) -> Void)?
+    @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?
 
     @inlinable
-    init(fire: (@Sendable (UnsafeMutableRawPointer, AnyObject?) -> Void)?) {
+    init(fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?) {
         self.fire = fire
     }
 }
@@ -329,7 +329,8 @@ internal struct _FutureCore {
         let field = inlineFire
         if let fire = field.pointee.fire {
             field.pointee.fire = nil
-            fire(inlineSlot, future)
+            // Unretained: the caller holds `future` for the call.
+            fire(inlineSlot, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
         }
     }
 
