@@ -114,7 +114,9 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
     private func pumpLoop() {
         while true {
             let job = lock.withLock { () -> (index: Int, make: @Sendable () -> Future<Value>)? in
-                guard !finished, next < count, running < maxConcurrent else {
+                // The result itself, too: a cancel() publishes before its handler reaches the
+                // driver (queued behind the callback that cancelled, or on another thread).
+                guard !finished, !promise.future.isComplete, next < count, running < maxConcurrent else {
                     pumping = false
                     return nil
                 }
@@ -132,7 +134,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
     /// result completed while its maker ran.
     private func adopt(_ index: Int, _ future: Future<Value>) {
         let keep = lock.withLock { () -> Bool in
-            if finished { return false }
+            if finished || promise.future.isComplete { return false }
             inFlight[index] = future
             return true
         }

@@ -66,7 +66,10 @@ extension Future {
     ///   `onCancel` handlers run. If `promise`'s future is cancelled while this one is pending,
     ///   this future is cancelled (and the request travels on upstream, as with ``cancel()``).
     ///   The link from `promise` to this future is weak and is released as soon as either
-    ///   future completes.
+    ///   future completes. The link from this future to `promise` is strong until this future
+    ///   completes - even if `promise`'s future completes first another way - so that callbacks
+    ///   on a future nobody else references still run; a long-lived pending source cascaded to
+    ///   many short-lived promises keeps each of them (and its result) until it completes.
     public func cascade(to promise: Promise<Value>) {
         whenComplete { result in
             if case .failure(let error) = result, error is CancellationError {

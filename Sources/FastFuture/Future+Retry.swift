@@ -20,7 +20,9 @@ extension Future {
     ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
     /// - Returns: A future that succeeds with the first successful attempt's value, or fails
     ///   with the error of the last attempt. Cancelling it cancels the attempt in flight (or the
-    ///   pending delay) and stops retrying: `make` is not called again.
+    ///   pending delay) and stops retrying: `make` is not called again, except that an attempt
+    ///   another thread was already starting as the cancel came may still be made (at most
+    ///   one), and is cancelled at once.
     /// - Note: Traps if `attempts < 1`. `make(1)` runs on the calling thread before `retry`
     ///   returns; a later attempt runs where the previous attempt failed (its completing
     ///   thread), or, after a non-zero `delay`, on a shared timer queue. No thread waits: the
@@ -65,7 +67,8 @@ extension Future {
     ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
     /// - Returns: A future that succeeds with the first successful attempt's value, or fails
     ///   with the error of the last attempt made. Cancelling it cancels the attempt in flight (or
-    ///   the pending wait) and stops retrying: neither `make` nor `shouldRetry` is called again.
+    ///   the pending wait) and stops retrying: neither `make` nor `shouldRetry` is called again
+    ///   (but for at most one attempt another thread was already starting, cancelled at once).
     /// - Note: Traps if `attempts < 1`. Threads and stack depth as in
     ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers.
     public static func retry(

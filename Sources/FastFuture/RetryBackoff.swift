@@ -76,7 +76,7 @@ public struct RetryBackoff: Sendable, Hashable {
         // results below 2^53 ns (104 days); overflow goes to +infinity, which the cap handles.
         var factor = 1.0
         var power = multiplier
-        var exponent = max(failedAttempt - 1, 0)
+        var exponent = failedAttempt > 1 ? failedAttempt - 1 : 0
         while exponent > 0 {
             if exponent & 1 == 1 { factor *= power }
             power *= power

@@ -44,6 +44,28 @@ struct BoundedAllTests {
         }
     }
 
+    @Test(
+        "Cancelled from inside a callback: inputs completing meanwhile on another thread call no further maker",
+        arguments: FutureVariant.allCases)
+    func noMakerAfterCancelInsideCallback(variant: FutureVariant) {
+        // The cancel() publishes at once, but its handler (which stops the driver) is queued
+        // behind the running callback; the result's own state must stop the makers meanwhile.
+        let harness = Harness(count: 10, variant: variant)
+        let all = Future.all(harness.makers, maxConcurrent: 1)
+        #expect(harness.started.snapshot == [0])
+        let trigger = Promise<Void>(variant: variant)
+        trigger.future.whenComplete { _ in
+            all.cancel()
+            // Another thread completes every input while this callback still runs.
+            TestThreads.run(1) { _ in
+                for index in 0..<10 { harness.succeed(index) }
+            }
+        }
+        trigger.succeed(())
+        #expect(all.isComplete)
+        #expect(harness.started.snapshot == [0], "makers called after the result was cancelled")
+    }
+
     @Test("No makers: succeeds with [] at once")
     func empty() throws {
         let all = Future<Int>.all([], maxConcurrent: 3)

@@ -43,6 +43,9 @@ struct RetryBackoffTests {
         // Huge attempt numbers saturate instead of overflowing or trapping.
         #expect(capped.delay(after: 1_000_000, base: base) == .seconds(1))
         #expect(doubling.delay(after: Int.max, base: base) > .seconds(1_000_000_000))
+        // Attempt numbers below 1 (the public API accepts any Int) count as the first.
+        #expect(doubling.delay(after: 0, base: base) == base)
+        #expect(doubling.delay(after: Int.min, base: base) == base)
         #expect(doubling.delay(after: 5, base: .zero) == .zero)
         #expect(RetryBackoff.exponential() == .exponential(multiplier: 2, maxDelay: nil))
         #expect(RetryBackoff.exponential() != .constant)
