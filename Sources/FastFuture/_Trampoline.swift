@@ -64,7 +64,12 @@ internal final class _Trampoline {
     /// `ff_trampoline_load`, a plain thread-local read: the key is only for cleanup. A Swift
     /// global: created once, thread-safely, on first use.
     @usableFromInline
-    static let key: pthread_key_t = {
+    static let key: pthread_key_t = makeKey()
+
+    // Never copied into another module, even by cross-module optimization (see `current`): its
+    // destructor stores into the thread-local.
+    @usableFromInline @inline(never) @_semantics("optimize.no.crossmodule")
+    static func makeKey() -> pthread_key_t {
         var key = pthread_key_t()
         let rc = pthread_key_create(&key) { raw in
             // The thread is exiting: forget its trampoline (a later destructor that completes a
@@ -79,13 +84,17 @@ internal final class _Trampoline {
         }
         precondition(rc == 0, "FastFuture: pthread_key_create failed (\(rc))")
         return key
-    }()
+    }
 
     /// The calling thread's trampoline, created on first use.
     ///
     /// Not inlinable, on purpose: the thread-local slot is a `static` C variable, one instance
     /// per module that emits its accessor (see `ff_trampoline_slot`), so every access must be
-    /// made from this module's code.
+    /// made from this module's code. `currentUnmanaged` and `makeCurrent`, which touch it, are
+    /// `@inline(never)` and marked `optimize.no.crossmodule`: without that, a client built with
+    /// `-cross-module-optimization` gets its own copy of them - and of the slot, always empty
+    /// there - and callbacks nest instead of queueing (found by review; `scripts/test` runs the
+    /// trampoline and stack-depth tests in such a build).
     @usableFromInline
     static var current: _Trampoline {
         currentUnmanaged.takeUnretainedValue()
@@ -95,13 +104,15 @@ internal final class _Trampoline {
     /// exits, so code running on the thread may use it without retaining it.
     @usableFromInline
     static var currentUnmanaged: Unmanaged<_Trampoline> {
-        if let raw = ff_trampoline_load() {
-            return Unmanaged<_Trampoline>.fromOpaque(raw)
+        @inline(never) @_semantics("optimize.no.crossmodule") get {
+            if let raw = ff_trampoline_load() {
+                return Unmanaged<_Trampoline>.fromOpaque(raw)
+            }
+            return Unmanaged.passUnretained(makeCurrent())
         }
-        return Unmanaged.passUnretained(makeCurrent())
     }
 
-    @usableFromInline @inline(never)
+    @usableFromInline @inline(never) @_semantics("optimize.no.crossmodule")
     static func makeCurrent() -> _Trampoline {
         let trampoline = _Trampoline()
         let raw = Unmanaged.passRetained(trampoline).toOpaque()
