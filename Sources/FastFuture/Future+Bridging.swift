@@ -11,7 +11,8 @@ extension Future {
     ///   - executor: Where `body` runs: a `DispatchQueue`, `.inline`, or any ``FutureExecutor``.
     ///   - variant: The synchronization variant (default `.lockFree`).
     ///   - body: The work. Its return value completes the future; if it throws, the future
-    ///     fails with that error.
+    ///     fails with that error. It is `sending`, not `@Sendable`: it may capture non-`Sendable`
+    ///     values that the caller does not use afterwards (as with `Task { }`).
     /// - Returns: A future of `body`'s result.
     /// - Note: If the future is cancelled before `body` starts, `body` does not run. Once it
     ///   runs, cancelling completes the future at once with `CancellationError` and the result of
@@ -19,13 +20,14 @@ extension Future {
     public static func run(
         on executor: some FutureExecutor,
         variant: FutureVariant = .lockFree,
-        _ body: @escaping @Sendable () throws -> Value
+        _ body: sending @escaping () throws -> Value
     ) -> Future<Value> {
         let future = Future(_variant: variant, result: nil)
+        let body = _Sent(body)
         executor.execute {
             // Cancelled while queued: skip the work.
             guard !future.isComplete else { return }
-            future._complete(Result(catching: body))
+            future._complete(Result(catching: body.value))
         }
         return future
     }
@@ -42,7 +44,8 @@ extension Future {
     ///   - priority: The priority of the task (default: inherited, as for `Task.init`).
     ///   - variant: The synchronization variant (default `.lockFree`).
     ///   - body: The work. Its return value completes the future; if it throws, the future
-    ///     fails with that error.
+    ///     fails with that error. It is `sending`, not `@Sendable`: like `Task { }`'s operation, it
+    ///     may capture non-`Sendable` values that the caller does not use afterwards.
     /// - Returns: A future of `body`'s result.
     /// - Note: ``cancel()`` on the future cancels the task (inside `body`, `Task.isCancelled`
     ///   becomes `true` and `Task.checkCancellation()` throws) and fails the future with
@@ -52,7 +55,7 @@ extension Future {
     public static func task(
         priority: TaskPriority? = nil,
         variant: FutureVariant = .lockFree,
-        _ body: @escaping @Sendable () async throws -> Value
+        _ body: sending @escaping () async throws -> Value
     ) -> Future<Value> {
         let future = Future(_variant: variant, result: nil)
         let task = Task(priority: priority) {
@@ -70,5 +73,21 @@ extension Future {
         // as soon as the future completes either way.
         Promise(_future: future, file: #fileID, line: #line).onCancel { task.cancel() }
         return future
+    }
+}
+
+/// A `sending` value carried through `@Sendable` plumbing to the one place that uses it.
+///
+/// - Note: `@unchecked Sendable`: it is made only from a `sending` parameter - the caller gave up
+///   every reference it had to the value's region - and the plumbing hands it to exactly one
+///   closure, which runs once, on one thread, after the hand-over (an executor's `execute`
+///   synchronizes what it runs). So the value is never used by two threads.
+@usableFromInline
+internal struct _Sent<Wrapped>: @unchecked Sendable {
+    @usableFromInline let value: Wrapped
+
+    @inlinable
+    init(_ value: consuming sending Wrapped) {
+        self.value = value
     }
 }

@@ -10,7 +10,7 @@ extension Future {
     ///     if the future is already complete; from inside another callback it is queued and run
     ///     right after that callback (see ``InlineExecutor``).
     ///   - body: The callback.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func whenComplete(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
@@ -22,9 +22,9 @@ extension Future {
     /// Runs `body` with the value if and when the future succeeds.
     ///
     /// - Parameters:
-    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)``).
+    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)-(FutureExecutor,_)``).
     ///   - body: The callback; not called if the future fails or is cancelled.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func whenSuccess(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void
@@ -37,9 +37,9 @@ extension Future {
     /// `CancellationError`).
     ///
     /// - Parameters:
-    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)``).
+    ///   - executor: Where `body` runs (see ``whenComplete(on:_:)-(FutureExecutor,_)``).
     ///   - body: The callback; not called if the future succeeds.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func whenFailure(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> Void

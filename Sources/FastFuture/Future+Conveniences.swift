@@ -129,7 +129,7 @@ extension Future {
     ///     untouched).
     /// - Returns: A future that completes like this one, after `body` returned. Cancelling it
     ///   cancels this future; `body` then does not run.
-    @inlinable
+    @inlinable @discardableResult
     public func tap(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void

@@ -18,7 +18,7 @@ extension Future {
     ///   - transform: Maps the value. Not called if this future fails; a thrown error fails the
     ///     returned future.
     /// - Returns: The derived future.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func map<U: Sendable>(
         on executor: some FutureExecutor = .inline,
         _ transform: @escaping @Sendable (Value) throws -> U
@@ -42,7 +42,7 @@ extension Future {
     ///     fails the returned future.
     /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
     ///   there is one.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func flatMap<U: Sendable>(
         on executor: some FutureExecutor = .inline,
         _ transform: @escaping @Sendable (Value) throws -> Future<U>
@@ -64,7 +64,7 @@ extension Future {
     ///   - body: Makes a value from the error (including `CancellationError`). Not called on
     ///     success; a thrown error fails the returned future.
     /// - Returns: The derived future.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func recover(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) throws -> Value
@@ -108,7 +108,7 @@ extension Future {
     ///   - executor: Where `body` runs (default `.inline`).
     ///   - body: The side effect. It runs even if the returned future was cancelled meanwhile.
     /// - Returns: The derived future, completed after `body` returned.
-    @inlinable
+    @inlinable @discardableResult
     public func always(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void

@@ -120,6 +120,34 @@ extension Future {
             }
         }
     }
+
+    /// The value, waiting without blocking a thread - and cancelling the future if the awaiting
+    /// task is cancelled.
+    ///
+    /// Use it where the awaiting task is the future's only consumer, such as an HTTP request made
+    /// for it: cancelling the task then stops the work, as `URLSession.data(from:)` does.
+    ///
+    /// ```swift
+    /// let loader = Task {
+    ///     try await session.future(from: url).cancellingValue   // loader.cancel() stops the request
+    /// }
+    /// ```
+    ///
+    /// - Throws: The future's error; `CancellationError` once the awaiting task is cancelled.
+    /// - Note: Unlike ``value``, which leaves the future alone for its other consumers, the
+    ///   task's cancellation calls ``cancel()`` on the future, on the thread that cancels the task:
+    ///   its `onCancel` handlers run and the cancellation is forwarded upstream (see ``cancel()``).
+    ///   This throws `CancellationError` promptly, perhaps while those handlers are still running
+    ///   on that thread. A future that had already completed is not affected.
+    public var cancellingValue: Value {
+        get async throws {
+            try await withTaskCancellationHandler {
+                try await value
+            } onCancel: {
+                cancel()
+            }
+        }
+    }
 }
 
 /// Converts a positive duration into a Dispatch deadline, saturating at `.distantFuture`.

@@ -1,0 +1,342 @@
+import Dispatch
+import Foundation
+import FastFuture
+import Testing
+
+/// Bodies isolated to the main actor and to other actors; `sending` bodies; `cancellingValue`.
+@Suite(.timeLimit(.minutes(1)))
+struct IsolationTests {
+    private struct Boom: Error, Equatable { var code: Int }
+
+    // MARK: Main actor
+
+    /// Main-actor state that is deliberately not `Sendable`: only main-actor bodies may touch it.
+    @MainActor
+    final class Screen {
+        var lines: [String] = []
+        var notSendable = NonSendableCounter()
+    }
+
+    final class NonSendableCounter {
+        var count = 0
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorBodiesRunOnTheMainActorInRegistrationOrder(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        let count = 200
+        // Pending registrations, then a completion from another thread, then late registrations.
+        for index in 0..<count {
+            future.whenSuccess(on: .mainActor) { value in
+                MainActor.assertIsolated()
+                screen.lines.append("pending \(index) \(value)")
+                screen.notSendable.count += 1
+            }
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                promise.succeed(7)
+                done.resume()
+            }
+        }
+        // Registered on a complete future from the main actor: still later, still in order.
+        let before = screen.lines.count
+        for index in 0..<count {
+            future.whenComplete(on: .mainActor) { result in
+                MainActor.assertIsolated()
+                screen.lines.append("late \(index) \((try? result.get()) ?? -1)")
+                screen.notSendable.count += 1
+            }
+        }
+        #expect(screen.lines.count == before, "main-actor bodies never run inside the registering call")
+        let last = future.map(on: .mainActor) { value in
+            MainActor.assertIsolated()
+            return screen.notSendable.count + value
+        }
+        #expect(try await last.value == 2 * count + 7)
+        let expected = (0..<count).map { "pending \($0) 7" } + (0..<count).map { "late \($0) 7" }
+        #expect(screen.lines == expected)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorBodiesNeverRunInsideSucceed(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let promise = Promise<Int>(variant: variant)
+        promise.future.whenSuccess(on: .mainActor) { screen.lines.append("\($0)") }
+        promise.succeed(1)  // on the main actor, and the body is a main-actor body
+        #expect(screen.lines.isEmpty)
+        let marker = promise.future.map(on: .mainActor) { _ in screen.lines.count }
+        #expect(try await marker.value == 1)
+        #expect(screen.lines == ["1"])
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorFailureRecoverAndFlatMap(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let failed = Future<Int>.failed(Boom(code: 4), variant: variant)
+        failed.whenFailure(on: .mainActor) { error in
+            MainActor.assertIsolated()
+            screen.lines.append("failure \((error as? Boom)?.code ?? 0)")
+        }
+        failed.whenSuccess(on: .mainActor) { _ in screen.lines.append("success ran") }
+        let recovered = failed.recover(on: .mainActor) { error in
+            MainActor.assertIsolated()
+            screen.notSendable.count += 1
+            return (error as? Boom)?.code ?? 0
+        }
+        let chained = recovered.flatMap(on: .mainActor) { value in
+            MainActor.assertIsolated()
+            return Future.succeeded(value * 10 + screen.notSendable.count, variant: variant)
+        }
+        let mapped = chained.map(on: .mainActor) { (value: Int) throws -> Int in
+            throw Boom(code: value)
+        }
+        #expect(chained.variant == variant)
+        #expect(try await chained.value == 41)
+        await #expect(throws: Boom(code: 41)) { try await mapped.value }
+        #expect(screen.lines == ["failure 4"])
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func cancelledMainActorMapSkipsItsBody(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let promise = Promise<Int>(variant: variant)
+        let mapped = promise.future.map(on: .mainActor) { value -> Int in
+            screen.lines.append("ran")
+            return value
+        }
+        mapped.cancel()
+        #expect(promise.isCancelled, "cancelling the main-actor step cancels its source")
+        await #expect(throws: CancellationError.self) { try await mapped.value }
+        let marker = Future.succeeded(0, variant: variant).map(on: .mainActor) { _ in screen.lines }
+        #expect(try await marker.value.isEmpty)
+    }
+
+    // MARK: Any actor
+
+    actor Cache {
+        var users: [Int: String] = [:]
+        var log: [String] = []
+        var notSendable = NonSendableCounter()
+
+        func remember(_ id: Int, from request: Future<String>) {
+            request.whenSuccess(on: self) { name in
+                self.assertIsolated()
+                self.users[id] = name
+                self.log.append("success \(id)")
+                self.notSendable.count += 1
+            }
+        }
+
+        func registerInOrder(_ future: Future<Int>, count: Int) {
+            for index in 0..<count {
+                future.whenComplete(on: self) { result in
+                    self.assertIsolated()
+                    self.log.append("\(index):\((try? result.get()) ?? -1)")
+                }
+            }
+        }
+
+        func stored(_ id: Int, from request: Future<String>) -> Future<String> {
+            request.map(on: self) { name in
+                self.assertIsolated()
+                self.users[id] = name
+                return name
+            }
+        }
+
+        func failures(_ future: Future<Int>) -> Future<Int> {
+            future.whenFailure(on: self) { error in
+                self.log.append("failure \((error as? Boom)?.code ?? 0)")
+            }
+            return future.recover(on: self) { error in
+                self.assertIsolated()
+                self.notSendable.count += 1
+                return -(error as? Boom)!.code
+            }
+            .flatMap(on: self) { value in
+                Future.succeeded(value * 100 - self.notSendable.count, variant: future.variant)
+            }
+        }
+
+        func snapshot() -> (users: [Int: String], log: [String]) { (users, log) }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func actorBodiesRunOnTheActorInRegistrationOrder(variant: FutureVariant) async throws {
+        let cache = Cache()
+        let count = 500
+        let pending = Promise<Int>(variant: variant)
+        await cache.registerInOrder(pending.future, count: count)
+        // Completed from a plain thread: the bodies still run on the actor, in order.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                pending.succeed(3)
+                done.resume()
+            }
+        }
+        await cache.registerInOrder(Future.succeeded(4, variant: variant), count: count)
+        let last = await cache.stored(0, from: Future.succeeded("end", variant: variant))
+        _ = try await last.value
+        let log = await cache.snapshot().log
+        #expect(log.count == 2 * count)
+        #expect(Array(log.prefix(count)) == (0..<count).map { "\($0):3" })
+        #expect(Array(log.suffix(count)) == (0..<count).map { "\($0):4" })
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func actorMapIsSeenByTheAwaitingCaller(variant: FutureVariant) async throws {
+        let cache = Cache()
+        for trial in 0..<200 {
+            let promise = Promise<String>(variant: variant)
+            let stored = await cache.stored(trial, from: promise.future)
+            DispatchQueue.global().async { promise.succeed("user \(trial)") }
+            #expect(try await stored.value == "user \(trial)")
+            #expect(await cache.snapshot().users[trial] == "user \(trial)")
+        }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func actorFailureRecoverAndFlatMap(variant: FutureVariant) async throws {
+        let cache = Cache()
+        let result = await cache.failures(Future.failed(Boom(code: 2), variant: variant))
+        #expect(try await result.value == -201)
+        await cache.remember(1, from: Future.failed(Boom(code: 9), variant: variant))
+        let marker = await cache.stored(2, from: Future.succeeded("x", variant: variant))
+        _ = try await marker.value
+        let snapshot = await cache.snapshot()
+        #expect(snapshot.log == ["failure 2"], "whenSuccess(on:) skipped the failure")
+        #expect(snapshot.users == [2: "x"])
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func actorBodiesOfADroppedFutureAreReleased(variant: FutureVariant) async throws {
+        let cache = Cache()
+        weak var weakSource: Future<String>?
+        weak var weakDerived: Future<String>?
+        do {
+            let promise = Promise<String>(variant: variant)
+            weakSource = promise.future
+            await cache.remember(1, from: promise.future)
+            // The promise and its future go away pending: the body (and its prepared actor
+            // task) is released unrun.
+        }
+        #expect(weakSource == nil)
+        do {
+            let promise = Promise<String>(variant: variant)
+            weakSource = promise.future
+            let derived = await cache.stored(2, from: promise.future)
+            weakDerived = derived
+            // A pending step and its source hold each other (see "Lifetime"); cancelling breaks it.
+            derived.cancel()
+        }
+        #expect(weakSource == nil)
+        #expect(weakDerived == nil)
+        #expect(await cache.snapshot().users.isEmpty)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorAsAnActorValue(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let future = Future.succeeded(5, variant: variant)
+        future.whenSuccess(on: MainActor.shared) { value in
+            MainActor.assertIsolated()
+            screen.lines.append("\(value)")
+        }
+        let marker = future.map(on: MainActor.shared) { _ in screen.lines }
+        #expect(try await marker.value == ["5"])
+    }
+
+    // MARK: sending bodies
+
+    final class Formatter {
+        var prefix = "#"
+        func format(_ value: Int) -> String { "\(prefix)\(value)" }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func taskAndRunTakeNonSendableCaptures(variant: FutureVariant) async throws {
+        let formatter = Formatter()
+        formatter.prefix = "task "
+        let fromTask = Future<String>.task(variant: variant) { formatter.format(1) }
+        let other = Formatter()
+        other.prefix = "run "
+        let fromRun = Future<String>.run(on: DispatchQueue.global(), variant: variant) { other.format(2) }
+        #expect(try await fromTask.value == "task 1")
+        #expect(try await fromRun.value == "run 2")
+    }
+
+    // MARK: cancellingValue
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingValueCancelsTheFutureWhenTheTaskIsCancelled(variant: FutureVariant) async throws {
+        let promise = Promise<Int>(variant: variant)
+        let handlerRan = AsyncGate()
+        promise.onCancel { handlerRan.open() }
+        let future = promise.future
+        let started = AsyncGate()
+        let consumer = Task {
+            started.open()
+            return try await future.cancellingValue
+        }
+        await started.wait()
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+        await handlerRan.wait()
+        #expect(promise.isCancelled)
+        #expect(throws: CancellationError.self) { try future.peek()?.get() }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func plainValueLeavesTheFutureAloneWhenTheTaskIsCancelled(variant: FutureVariant) async throws {
+        let promise = Promise<Int>(variant: variant)
+        promise.onCancel { Issue.record("value must not cancel the future") }
+        let future = promise.future
+        let started = AsyncGate()
+        let consumer = Task {
+            started.open()
+            return try await future.value
+        }
+        await started.wait()
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+        #expect(!promise.isCancelled)
+        #expect(!future.isComplete)
+        promise.succeed(3)
+        #expect(try await future.cancellingValue == 3)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingValueOfACompleteFutureIgnoresCancellation(variant: FutureVariant) async throws {
+        let future = Future.succeeded(8, variant: variant)
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await future.cancellingValue
+        }
+        #expect(try await consumer.value == 8)
+    }
+}
+
+/// A one-shot gate for async tests: `wait()` returns once `open()` has been called.
+private final class AsyncGate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func open() { semaphore.signal() }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                self.semaphore.wait()
+                self.semaphore.signal()
+                continuation.resume()
+            }
+        }
+    }
+}
