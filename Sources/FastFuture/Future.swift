@@ -11,8 +11,8 @@ import AtomicsShim
 /// A value, or an error, that becomes available later: the consumer side of a ``Promise``.
 ///
 /// A future completes exactly once - with a value, an error, or by ``cancel()`` - and can be
-/// touched from any thread. Attach callbacks with ``whenComplete(on:_:)``, transform it with
-/// ``map(on:_:)``, ``flatMap(on:_:)`` and ``recover(on:_:)``, combine several with ``all(_:)``,
+/// touched from any thread. Attach callbacks with ``whenComplete(on:_:)-(FutureExecutor,_)``, transform it with
+/// ``map(on:_:)-(FutureExecutor,_)``, ``flatMap(on:_:)-(FutureExecutor,_)`` and ``recover(on:_:)-(FutureExecutor,_)``, combine several with ``all(_:)``,
 /// ``first(_:)`` or ``race(_:)``, wait for it with ``value`` (async) or ``wait()`` (blocking),
 /// and cancel it with ``cancel()``, which reaches the work it depends on.
 ///
