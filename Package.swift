@@ -42,6 +42,13 @@ let package = Package(
             path: "Examples/fastfuture-fetch",
             swiftSettings: strictSettings
         ),
+        // Test-only: the child process of the URLSession.shared cancel soak (built, never shipped).
+        .executableTarget(
+            name: "URLSessionCancelSoak",
+            dependencies: ["FastFuture", "FastFutureFoundation"],
+            path: "Tests/URLSessionCancelSoak",
+            swiftSettings: strictSettings
+        ),
         // Test-only: live heap bytes (glibc's mallinfo2) for the retention tests.
         .target(name: "HeapProbe", path: "Tests/HeapProbe"),
         .testTarget(

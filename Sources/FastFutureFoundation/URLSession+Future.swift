@@ -43,6 +43,19 @@ extension URLSession {
     ///   `URLSession.invalidateAndCancel()`) fails it with `URLError(.cancelled)`. Calling this
     ///   on a session that was already invalidated is a programmer error, as it is for
     ///   `dataTask(with:)` itself.
+    /// - Note: Linux: swift-corelibs-foundation can stop the process ("TaskRegistry.swift:118:
+    ///   Fatal error: Trying to access a behaviour for a task that in not in the registry") when
+    ///   a task of a session that has a `URLCache` is cancelled while it looks up that cache,
+    ///   just after `resume()`. No choice of when or how to cancel the task avoids that, so on
+    ///   `URLSession.shared` - which has a cache - this method runs the task on a copy of the
+    ///   shared session without the cache, with the same delegate queue: cancelling those
+    ///   futures is safe. What remains: these tasks are not among the shared session's own
+    ///   (`getAllTasks`), do not share its connections, and are not answered from responses
+    ///   your code stored in `URLCache.shared` itself (swift-corelibs-foundation neither stores
+    ///   HTTP responses in a `URLCache` nor reads `URLRequest.cachePolicy`). Sessions you create
+    ///   are used as they are, and the `.default` and `.ephemeral` configurations have a cache:
+    ///   give a session whose futures may be cancelled (timeouts, races, Ctrl-C) none, with
+    ///   `configuration.urlCache = nil`.
     public func future(for request: URLRequest) -> Future<(Data, HTTPURLResponse)> {
         let promise = Promise<(Data, HTTPURLResponse)>()
         let checked: URLRequest
@@ -55,7 +68,7 @@ extension URLSession {
         }
 
         let url = checked.url
-        let task = dataTask(with: checked) { data, response, error in
+        let task = _sessionForDataTasks.dataTask(with: checked) { data, response, error in
             // `tryComplete`: when the future was cancelled, `task.cancel()` below makes the task
             // report `URLError(.cancelled)` here; the future already holds `CancellationError`
             // and this completion is the loser of that race, which is exactly what we want.
@@ -84,6 +97,52 @@ extension URLSession {
     }
 
     // MARK: - Internals
+
+    /// The session that runs this session's data tasks: `self`, except for `URLSession.shared`
+    /// on Linux (see ``_sharedWithoutCache``).
+    var _sessionForDataTasks: URLSession {
+        #if canImport(FoundationNetworking)
+            if self === URLSession.shared { return Self._sharedWithoutCache }
+        #endif
+        return self
+    }
+
+    #if canImport(FoundationNetworking)
+        /// `URLSession.shared` without its `URLCache`: the session that runs the shared session's
+        /// data tasks on Linux.
+        ///
+        /// Why: swift-corelibs-foundation (checked up to 6.3.1) can trap in
+        /// `URLSessionTask.cancel()` - "TaskRegistry.swift:118: Fatal error: Trying to access a
+        /// behaviour for a task that in not in the registry" - when the session has a `URLCache`.
+        /// `resume()` of a data task then creates the task's `URLProtocol` only after a cache
+        /// lookup on a background queue (`URLSessionTask._getProtocol`, state
+        /// `awaitingCacheReply`). A `cancel()` that lands during that lookup does not schedule its
+        /// work; it queues a callback behind `resume()`'s, and the lookup's thread later runs both
+        /// callbacks one after the other: the first starts the transfer, the second schedules the
+        /// cancellation block. If that thread is preempted between the two, the transfer can
+        /// complete and the task leave the session's registry first; the cancellation block then
+        /// reports the cancel for a task the registry no longer has, and traps. Nothing public
+        /// tells a caller when the lookup is over (no delegate call, no state, no ordering
+        /// through the task's queue reaches that thread), so no choice of when or how to call
+        /// `cancel()` avoids the window; a task whose session has no `URLCache` creates its
+        /// protocol synchronously under its queue and never enters it.
+        ///
+        /// The cache costs nothing here: swift-corelibs-foundation never stores HTTP responses
+        /// in it (its HTTP protocol reports every response as `.notAllowed` for storage) and does
+        /// not read `URLRequest.cachePolicy`. The copy keeps everything else of the shared
+        /// configuration (cookie and credential storage, timeouts, protocol classes) and the
+        /// shared session's delegate queue, where the futures complete. `.shared` has no delegate
+        /// to call and cannot be invalidated, so neither is lost; what else differs is listed in
+        /// the doc comment of `future(for:)`.
+        static let _sharedWithoutCache: URLSession = {
+            let shared = URLSession.shared
+            // `configuration` is the shared session's own object: change a copy, never it.
+            let configuration =
+                shared.configuration.copy() as? URLSessionConfiguration ?? URLSessionConfiguration.default
+            configuration.urlCache = nil
+            return URLSession(configuration: configuration, delegate: nil, delegateQueue: shared.delegateQueue)
+        }()
+    #endif
 
     /// Checks that `request` is something an HTTP data task can run, and lower-cases its scheme
     /// (schemes are case-insensitive, RFC 3986 section 3.1, but swift-corelibs-foundation only

@@ -46,8 +46,13 @@ final class TestHTTPServer: @unchecked Sendable {
     /// Completes when the client closed a `/slow` connection (the server never does).
     let slowConnectionClosed: Future<Void>
 
+    /// More connections than this in this server's life are refused (closed at once).
+    let maxConnections: Int
+
     private let slowArrivedPromise = Promise<Void>()
     private let slowClosedPromise = Promise<Void>()
+    /// Signalled once for every `/slow` connection the client closed.
+    private let slowClosedSignal = DispatchSemaphore(value: 0)
     private let listenFD: Int32
     /// `stop()` writes one byte that nobody ever reads, so the read end stays readable and every
     /// `poll` that includes it returns at once from then on: one write wakes all threads.
@@ -63,16 +68,18 @@ final class TestHTTPServer: @unchecked Sendable {
     }
     private var state = State()
 
-    /// More connections than this in one server's life are refused (closed at once).
-    static let maxConnections = 2_000
+    /// The default of `maxConnections`.
+    static let defaultMaxConnections = 2_000
     /// A request head or body larger than this is refused.
     static let maxRequestBytes = 1 << 20
 
     /// Starts the server.
     ///
-    /// - Parameter lifetime: After this long the server stops itself even if `stop()` is never
-    ///   called; a safety net so that no test run leaves threads behind.
-    init(lifetime: Duration = .seconds(180)) throws {
+    /// - Parameters:
+    ///   - lifetime: After this long the server stops itself even if `stop()` is never called; a
+    ///     safety net so that no test run leaves threads behind.
+    ///   - maxConnections: How many connections the server accepts in its life.
+    init(lifetime: Duration = .seconds(180), maxConnections: Int = defaultMaxConnections) throws {
         let (fd, port) = try Socket.listen()
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
@@ -86,6 +93,7 @@ final class TestHTTPServer: @unchecked Sendable {
         self.deadline = .now() + .nanoseconds(Int(lifetime.components.seconds) * 1_000_000_000)
         self.slowRequestArrived = slowArrivedPromise.future
         self.slowConnectionClosed = slowClosedPromise.future
+        self.maxConnections = maxConnections
         spawn { [self] in acceptLoop() }
     }
 
@@ -98,6 +106,19 @@ final class TestHTTPServer: @unchecked Sendable {
     /// The URL of `path` on this server.
     func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// Waits until the client has closed `count` more `/slow` connections (each one counts once,
+    /// for one waiter), but no longer than `limit`.
+    ///
+    /// - Returns: `true` if all `count` closed within `limit`.
+    func waitForSlowConnectionsClosed(_ count: Int, within limit: Duration) -> Bool {
+        let deadline = DispatchTime.now() + .milliseconds(Int(limit.components.seconds) * 1_000)
+        // Bounded: `count` waits, each ends by the deadline.
+        for _ in 0..<count {
+            if slowClosedSignal.wait(timeout: deadline) == .timedOut { return false }
+        }
+        return true
     }
 
     /// The request paths answered so far (not counting `/slow`, `/garbage`, `/drop`).
@@ -171,7 +192,7 @@ final class TestHTTPServer: @unchecked Sendable {
     private func acceptLoop() {
         defer { wake() }  // out of time: take the connection threads down too
         // Bounded by the deadline (see `waitReadable`) and by `maxConnections`.
-        for _ in 0..<Self.maxConnections {
+        for _ in 0..<maxConnections {
             guard waitReadable(listenFD) == .ready else { return }
             let fd = accept(listenFD, nil, nil)
             if fd < 0 { continue }
@@ -207,6 +228,7 @@ final class TestHTTPServer: @unchecked Sendable {
             slowArrivedPromise.tryComplete(.success(()))
             if waitForPeerClose(fd) {
                 slowClosedPromise.tryComplete(.success(()))
+                slowClosedSignal.signal()
             }
             return
         case "/garbage":
@@ -448,10 +470,15 @@ private func posixListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
 
 /// Starts a server, runs `body`, and stops the server (also when `body` throws).
 ///
+/// - Parameters:
+///   - maxConnections: How many connections the server accepts in its life.
+///   - body: The test, given the running server.
 /// - Returns: What `body` returns.
 /// - Throws: What starting the server or `body` throws.
-func withTestHTTPServer<R>(_ body: (TestHTTPServer) async throws -> R) async throws -> R {
-    let server = try TestHTTPServer()
+func withTestHTTPServer<R>(
+    maxConnections: Int = TestHTTPServer.defaultMaxConnections, _ body: (TestHTTPServer) async throws -> R
+) async throws -> R {
+    let server = try TestHTTPServer(maxConnections: maxConnections)
     do {
         let result = try await body(server)
         #expect(server.stop(), "server threads did not exit")

@@ -22,6 +22,14 @@ enum TestScale {
     static let concurrentRequests = 100 * factor
     /// Rounds of cancel-versus-completion races.
     static let cancelRaces = 50 * factor
+    /// Rounds of the `URLSession.shared` cancel soak, per variant (each round cancels 3 requests,
+    /// every 8th round one more in flight). Scaled by `FASTFUTURE_STRESS`, the stress constant of
+    /// the whole project (a positive number, default 1; `0.1` a smoke run, `20` a long soak).
+    static let sharedCancelSoakRounds: Int = {
+        let text = ProcessInfo.processInfo.environment["FASTFUTURE_STRESS"] ?? ""
+        let stress = Double(text).flatMap { $0 > 0 ? $0 : nil } ?? 1
+        return max(8, Int((1_000 * stress).rounded()))
+    }()
 }
 
 /// A fresh session per test, so that tests do not share connections.
