@@ -32,7 +32,10 @@ extension URLSession {
     ///
     /// `cancel()` on the returned future (or on a future derived from it, such as
     /// `timeout(after:)`) completes it with `CancellationError` and cancels the underlying
-    /// `URLSessionTask`, which closes the connection if the exchange is still in flight.
+    /// `URLSessionTask`, which closes the connection if the exchange is still in flight. From
+    /// async code, `try await session.future(for: request).cancellingValue` does the same when
+    /// the awaiting task is cancelled (plain `value` leaves the request running for other
+    /// consumers of the future).
     ///
     /// - Parameter request: The request to send. Its method, headers, body, cache policy and
     ///   timeout are used as given.
