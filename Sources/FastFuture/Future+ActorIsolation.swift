@@ -4,13 +4,9 @@
 // runs on that actor and may use its isolated state. The body is not `@Sendable`: it belongs to
 // the actor's isolation region, and FastFuture only ever calls it on that actor.
 //
-// How it gets there in order: at registration - while the caller is still isolated to the actor -
-// an `_ActorHop` prepares an `@isolated(any)` operation that is statically isolated to the actor.
-// When the future completes, the hop starts a `Task` with that operation. A task whose operation
-// is isolated to an actor is enqueued directly on the actor's executor (no first stop on the
-// global executor), so tasks started in order at one priority run in that order. The hop starts
-// every task with the priority the registering code had, so bodies registered from one task (one
-// actor method) keep their registration order whatever thread completes the future.
+// Bodies go through the actor's `_IsolatedQueue`, made while the caller is isolated to the actor:
+// it drains in tasks whose operation is isolated to the actor (enqueued directly on its
+// executor), and each drain runs every body whose future is complete, in registration order.
 
 extension Future {
     /// Runs `body` on `actor` with the result, after the future completes.
@@ -32,19 +28,20 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it (`self` inside an
     ///     actor's method, or `MainActor.shared` on the main actor).
     ///   - body: The callback, isolated to `actor`. It need not be `Sendable`.
-    /// - Note: `body` always runs later, as a task on `actor` - never inside `succeed` or this
-    ///   call. Bodies registered from one actor method run in registration order; in general,
-    ///   bodies registered at the same task priority do (the actor runs a higher-priority body
-    ///   first, as it does any job). Costs one node, one small hop object and one `Task`. To see
-    ///   the result after the body ran, await a future derived with ``map(on:_:)-(Actor,_)``:
-    ///   `value` waiters are woken as soon as the result exists, before any body runs.
-    @inlinable
+    /// - Note: `body` always runs later, on `actor` - never inside `succeed` or this call. Bodies
+    ///   for one actor run in registration order: none runs before a body registered earlier
+    ///   whose future is complete by then (bodies of one future always keep their order), whatever
+    ///   threads complete the futures and whatever the tasks' priorities. Costs a callback on the
+    ///   future and a small entry; completions that come close together share one task on the
+    ///   actor. While the future is pending, the registration holds the actor (as a body
+    ///   capturing `self` would). To see the result after the body ran, await a future derived
+    ///   with ``map(on:_:)-(Actor,_)``: `value` waiters are woken as soon as the result exists,
+    ///   before any body runs.
     public func whenComplete(
         on actor: isolated any Actor,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
-        let body = _ActorIsolated(body)
-        _register(_HandlerNode<Value, _ActorHop>(.complete { body.value($0) }, executor: _ActorHop(actor)))
+        _IsolatedQueue.queue(for: actor).register(on: self, body)
     }
 
     /// Runs `body` on `actor` with the value, if and when the future succeeds.
@@ -57,13 +54,13 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it.
     ///   - body: The callback, isolated to `actor`; not called if the future fails.
     /// - Note: Runs later, as a task on `actor` (see ``whenComplete(on:_:)-(Actor,_)``).
-    @inlinable
     public func whenSuccess(
         on actor: isolated any Actor,
         _ body: @escaping (Value) -> Void
     ) {
-        let body = _ActorIsolated(body)
-        _register(_HandlerNode<Value, _ActorHop>(.success { body.value($0) }, executor: _ActorHop(actor)))
+        _IsolatedQueue.queue(for: actor).register(on: self) { result in
+            if case .success(let value) = result { body(value) }
+        }
     }
 
     /// Runs `body` on `actor` with the error, if and when the future fails (including by
@@ -73,13 +70,13 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it.
     ///   - body: The callback, isolated to `actor`; not called if the future succeeds.
     /// - Note: Runs later, as a task on `actor` (see ``whenComplete(on:_:)-(Actor,_)``).
-    @inlinable
     public func whenFailure(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> Void
     ) {
-        let body = _ActorIsolated(body)
-        _register(_HandlerNode<Value, _ActorHop>(.failure { body.value($0) }, executor: _ActorHop(actor)))
+        _IsolatedQueue.queue(for: actor).register(on: self) { result in
+            if case .failure(let error) = result { body(error) }
+        }
     }
 
     /// Returns a future of `transform`, run on `actor`, applied to this future's value.
@@ -94,20 +91,18 @@ extension Future {
     ///   - transform: Maps the value on `actor`. Not called if this future fails; a thrown error
     ///     fails the returned future.
     /// - Returns: The derived future, completed on `actor` after `transform` returned.
-    @inlinable
     public func map<U: Sendable>(
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> U
     ) -> Future<U> {
         let transform = _ActorIsolated(transform)
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        _register(
-            _ValueStepNode<Value, U, _ActorHop>(
-                derived: derived,
-                body: .map { try transform.value($0) },
-                executor: _ActorHop(actor)
-            )
+        let step = _ValueStepNode<Value, U, InlineExecutor>(
+            derived: derived,
+            body: .map { try transform.value($0) },
+            executor: .inline
         )
+        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
         return derived
     }
 
@@ -120,20 +115,18 @@ extension Future {
     ///     error fails the returned future.
     /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
     ///   there is one.
-    @inlinable
     public func flatMap<U: Sendable>(
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> Future<U>
     ) -> Future<U> {
         let transform = _ActorIsolated(transform)
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        _register(
-            _ValueStepNode<Value, U, _ActorHop>(
-                derived: derived,
-                body: .flatMap { try transform.value($0) },
-                executor: _ActorHop(actor)
-            )
+        let step = _ValueStepNode<Value, U, InlineExecutor>(
+            derived: derived,
+            body: .flatMap { try transform.value($0) },
+            executor: .inline
         )
+        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
         return derived
     }
 
@@ -144,13 +137,66 @@ extension Future {
     ///   - body: Makes a value from the error (including `CancellationError`) on `actor`. Not
     ///     called on success; a thrown error fails the returned future.
     /// - Returns: The derived future.
-    @inlinable
     public func recover(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) throws -> Value
     ) -> Future<Value> {
         let body = _ActorIsolated(body)
-        return _errorStep(.recover { try body.value($0) }, on: _ActorHop(actor))
+        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
+        let step = _ErrorStepNode<Value, InlineExecutor>(
+            derived: derived,
+            body: .recover { try body.value($0) },
+            executor: .inline
+        )
+        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
+        return derived
+    }
+
+    /// Returns a future that turns this future's failure into the result of another future,
+    /// made on `actor`.
+    ///
+    /// - Parameters:
+    ///   - actor: The actor `body` runs on; the caller must be isolated to it.
+    ///   - body: Makes the next future from the error, on `actor`. Not called on success; a thrown
+    ///     error fails the returned future.
+    /// - Returns: The derived future.
+    public func flatMapError(
+        on actor: isolated any Actor,
+        _ body: @escaping (any Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        let body = _ActorIsolated(body)
+        return _isolatedErrorStep(.flatMapError { error in try body.value(error) }, _IsolatedQueue.queue(for: actor))
+    }
+
+    /// Returns a future that fails with `body`'s error, made on `actor`, where this one fails.
+    ///
+    /// - Parameters:
+    ///   - actor: The actor `body` runs on; the caller must be isolated to it.
+    ///   - body: Maps the error, on `actor`. Not called on success.
+    /// - Returns: The derived future.
+    public func mapError(
+        on actor: isolated any Actor,
+        _ body: @escaping (any Error) -> any Error
+    ) -> Future<Value> {
+        let body = _ActorIsolated(body)
+        return _isolatedErrorStep(.mapError { error in body.value(error) }, _IsolatedQueue.queue(for: actor))
+    }
+
+    /// Returns a future that completes like this one, after running `body` on `actor` with the
+    /// result.
+    ///
+    /// - Parameters:
+    ///   - actor: The actor `body` runs on; the caller must be isolated to it.
+    ///   - body: The side effect, on `actor`. It runs even if the returned future was cancelled
+    ///     meanwhile.
+    /// - Returns: The derived future, completed after `body` returned.
+    @discardableResult
+    public func always(
+        on actor: isolated any Actor,
+        _ body: @escaping (Result<Value, any Error>) -> Void
+    ) -> Future<Value> {
+        let body = _ActorIsolated(body)
+        return _isolatedErrorStep(.always { result in body.value(result) }, _IsolatedQueue.queue(for: actor))
     }
 }
 
@@ -159,9 +205,9 @@ extension Future {
 ///
 /// - Note: `@unchecked Sendable`: every `_ActorIsolated` is made inside a method whose caller is
 ///   isolated to an actor (an `isolated any Actor` parameter), from a body formed in that
-///   isolation, and its `value` is read only inside the work an `_ActorHop` made for the same
-///   actor runs - which runs on that actor (its operation is statically isolated to it). So the
-///   value is only ever touched while that actor is running, one job at a time.
+///   isolation, and its `value` is called only by that actor's `_IsolatedQueue.drain()`, which
+///   runs in tasks whose operation is statically isolated to the actor. So the value is only
+///   ever touched while that actor is running, one job at a time.
 @usableFromInline
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
     @usableFromInline let value: Wrapped
@@ -169,57 +215,5 @@ internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
     @inlinable
     init(_ value: Wrapped) {
         self.value = value
-    }
-}
-
-/// A one-shot executor that runs its work as a task on one actor, prepared while the caller is
-/// isolated to that actor (see the top of this file).
-///
-///     init (isolated to the actor) ──▶ PREPARED ──execute(work)──▶ STARTED (a task on the actor
-///                                          │                        runs `work` once)
-///                                          └── released unused (the step was skipped): nothing runs
-///
-/// - Note: `@unchecked Sendable`: `operation` is written in `init`, before the hop is shared, and
-///   taken once by `execute` (FastFuture calls `execute` at most once per registration, from the
-///   one thread that fires the node). `slot.work` is written by that thread before it starts the
-///   task and read by the task: task creation orders the write before the read.
-@usableFromInline
-internal final class _ActorHop: FutureExecutor, @unchecked Sendable {
-    @usableFromInline
-    final class _WorkSlot: @unchecked Sendable {  // see `_ActorHop`'s note
-        @usableFromInline var work: (@Sendable () -> Void)?
-        @inlinable init() {}
-    }
-
-    @usableFromInline let _slot: _WorkSlot
-    @usableFromInline var _operation: (@isolated(any) () async -> Void)?
-    @usableFromInline let _priority: TaskPriority
-
-    /// Prepares a task operation isolated to `actor`.
-    ///
-    /// - Parameter actor: The actor the work will run on; the caller is isolated to it.
-    @inlinable
-    init(_ actor: isolated any Actor) {
-        let slot = _WorkSlot()
-        _slot = slot
-        _priority = Task.currentPriority
-        // Captures `actor`, so the closure is isolated to it (and `@isolated(any)` carries it).
-        _operation = {
-            _ = actor
-            slot.work.take()?()
-        }
-    }
-
-    /// Starts the task that runs `work` on the actor. Called at most once.
-    ///
-    /// - Parameter work: The work to run on the actor.
-    @inlinable
-    func execute(_ work: @escaping @Sendable () -> Void) {
-        _slot.work = work
-        guard let operation = _operation.take() else {
-            fatalError("FastFuture internal error: an actor hop was started twice")
-        }
-        nonisolated(unsafe) let sent = operation  // sole reference: taken above
-        Task(priority: _priority, operation: sent)
     }
 }

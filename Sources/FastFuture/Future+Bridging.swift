@@ -1,3 +1,4 @@
+import AtomicsShim
 extension Future {
     // MARK: Executors
 
@@ -23,11 +24,13 @@ extension Future {
         _ body: sending @escaping () throws -> Value
     ) -> Future<Value> {
         let future = Future(_variant: variant, result: nil)
-        let body = _Sent(body)
+        let sent = _SentOnce(body)
         executor.execute {
+            // Taken once: an executor that (wrongly) runs the work twice cannot run the body twice.
+            guard let body = sent.take() else { return }
             // Cancelled while queued: skip the work.
             guard !future.isComplete else { return }
-            future._complete(Result(catching: body.value))
+            future._complete(Result(catching: body))
         }
         return future
     }
@@ -76,18 +79,33 @@ extension Future {
     }
 }
 
-/// A `sending` value carried through `@Sendable` plumbing to the one place that uses it.
+/// A `sending` value carried through `@Sendable` plumbing to the one place that uses it, which
+/// takes it at most once.
 ///
 /// - Note: `@unchecked Sendable`: it is made only from a `sending` parameter - the caller gave up
-///   every reference it had to the value's region - and the plumbing hands it to exactly one
-///   closure, which runs once, on one thread, after the hand-over (an executor's `execute`
-///   synchronizes what it runs). So the value is never used by two threads.
-@usableFromInline
-internal struct _Sent<Wrapped>: @unchecked Sendable {
-    @usableFromInline let value: Wrapped
+///   every reference it had to the value's region - and `value` is touched only in `init`
+///   (before the box is shared) and by the single caller that wins the exchange in `take()`.
+///   So the value is used by one thread at most, even if the box reaches several.
+internal final class _SentOnce<Wrapped>: @unchecked Sendable {
+    // ORDER MATTERS: `_word` must be the first stored property (see `word`).
+    private var _word: ff_atomic_word
+    private var value: Wrapped?
 
-    @inlinable
     init(_ value: consuming sending Wrapped) {
+        _word = ff_atomic_word_make(0)
         self.value = value
+    }
+
+    private var word: UnsafeMutablePointer<ff_atomic_word> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
+    /// The value, for the first caller only; `nil` for every later one.
+    func take() -> Wrapped? {
+        // acq_rel: the winner sees `value` as `init` wrote it (the box reached it through an
+        // executor hand-over, which synchronizes too); losers read nothing.
+        guard ff_atomic_word_exchange_acq_rel(word, 1) == 0 else { return nil }
+        defer { value = nil }
+        return value
     }
 }

@@ -6,10 +6,9 @@
 // `@_disfavoredOverload`, so that they never win this call: without it, the solver may pick them
 // for `on: .mainActor` and then reject the main-actor body.)
 //
-// Inside, the body is wrapped in a `@Sendable` closure that calls it under
-// `MainActor.assumeIsolated`. That is sound: a `@MainActor` function value is `Sendable` (only
-// the main actor may call it), and the wrapper runs only as work submitted by
-// `MainActorExecutor.execute`, on the main queue, which is the main actor's executor.
+// Bodies go through `_IsolatedQueue.mainActor`, which runs them on the main queue (the main
+// actor's executor) in registration order; there, `MainActor.assumeIsolated` calls them. A
+// `@MainActor` function value is `Sendable`: only the main actor may call it.
 
 extension Future {
     /// Runs `body` on the main actor with the result, after the future completes.
@@ -29,19 +28,15 @@ extension Future {
     ///   - executor: `.mainActor`.
     ///   - body: The callback, isolated to the main actor.
     /// - Note: `body` always runs later, on the main queue - never inside `succeed` or this call,
-    ///   even when the future is already complete. Bodies registered from the main actor run in
-    ///   registration order. Costs one node and one main-queue block.
-    @inlinable
+    ///   even when the future is already complete. Main-actor bodies run in registration order:
+    ///   none runs before a body registered earlier whose future is complete by then (bodies of
+    ///   one future always keep their order). Costs a callback on the future and a small entry;
+    ///   completions that come close together share one main-queue block.
     public func whenComplete(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) {
-        _register(
-            _HandlerNode<Value, MainActorExecutor>(
-                .complete { result in MainActor.assumeIsolated { body(result) } },
-                executor: executor
-            )
-        )
+        _IsolatedQueue.mainActor.register(on: self) { result in MainActor.assumeIsolated { body(result) } }
     }
 
     /// Runs `body` on the main actor with the value, if and when the future succeeds.
@@ -55,17 +50,13 @@ extension Future {
     ///   - body: The callback, isolated to the main actor; not called if the future fails.
     /// - Note: Runs later, on the main queue, in registration order (see
     ///   ``whenComplete(on:_:)-(MainActorExecutor,_)``).
-    @inlinable
     public func whenSuccess(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Value) -> Void
     ) {
-        _register(
-            _HandlerNode<Value, MainActorExecutor>(
-                .success { value in MainActor.assumeIsolated { body(value) } },
-                executor: executor
-            )
-        )
+        _IsolatedQueue.mainActor.register(on: self) { result in
+            if case .success(let value) = result { MainActor.assumeIsolated { body(value) } }
+        }
     }
 
     /// Runs `body` on the main actor with the error, if and when the future fails (including by
@@ -75,17 +66,13 @@ extension Future {
     ///   - executor: `.mainActor`.
     ///   - body: The callback, isolated to the main actor; not called if the future succeeds.
     /// - Note: Runs later, on the main queue, in registration order.
-    @inlinable
     public func whenFailure(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> Void
     ) {
-        _register(
-            _HandlerNode<Value, MainActorExecutor>(
-                .failure { error in MainActor.assumeIsolated { body(error) } },
-                executor: executor
-            )
-        )
+        _IsolatedQueue.mainActor.register(on: self) { result in
+            if case .failure(let error) = result { MainActor.assumeIsolated { body(error) } }
+        }
     }
 
     /// Returns a future of `transform`, run on the main actor, applied to this future's value.
@@ -99,19 +86,17 @@ extension Future {
     ///   - transform: Maps the value on the main actor. Not called if this future fails; a thrown
     ///     error fails the returned future.
     /// - Returns: The derived future, completed on the main actor after `transform` returned.
-    @inlinable
     public func map<U: Sendable>(
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> U
     ) -> Future<U> {
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        _register(
-            _ValueStepNode<Value, U, MainActorExecutor>(
-                derived: derived,
-                body: .map { value in try MainActor.assumeIsolated { try transform(value) } },
-                executor: executor
-            )
+        let step = _ValueStepNode<Value, U, InlineExecutor>(
+            derived: derived,
+            body: .map { value in try MainActor.assumeIsolated { try transform(value) } },
+            executor: .inline
         )
+        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
         return derived
     }
 
@@ -124,19 +109,17 @@ extension Future {
     ///     a thrown error fails the returned future.
     /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
     ///   there is one.
-    @inlinable
     public func flatMap<U: Sendable>(
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> Future<U>
     ) -> Future<U> {
         let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        _register(
-            _ValueStepNode<Value, U, MainActorExecutor>(
-                derived: derived,
-                body: .flatMap { value in try MainActor.assumeIsolated { try transform(value) } },
-                executor: executor
-            )
+        let step = _ValueStepNode<Value, U, InlineExecutor>(
+            derived: derived,
+            body: .flatMap { value in try MainActor.assumeIsolated { try transform(value) } },
+            executor: .inline
         )
+        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
         return derived
     }
 
@@ -147,11 +130,64 @@ extension Future {
     ///   - body: Makes a value from the error (including `CancellationError`), on the main actor.
     ///     Not called on success; a thrown error fails the returned future.
     /// - Returns: The derived future.
-    @inlinable
     public func recover(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Value
     ) -> Future<Value> {
-        _errorStep(.recover { error in try MainActor.assumeIsolated { try body(error) } }, on: executor)
+        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
+        let step = _ErrorStepNode<Value, InlineExecutor>(
+            derived: derived,
+            body: .recover { error in try MainActor.assumeIsolated { try body(error) } },
+            executor: .inline
+        )
+        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
+        return derived
+    }
+
+    /// Returns a future that turns this future's failure into the result of another future,
+    /// made on the main actor.
+    ///
+    /// - Parameters:
+    ///   - executor: `.mainActor`
+    ///   - body: Makes the next future from the error, on the main actor. Not called on success; a thrown
+    ///     error fails the returned future.
+    /// - Returns: The derived future.
+    public func flatMapError(
+        on executor: MainActorExecutor,
+        _ body: @escaping @MainActor (any Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        return _isolatedErrorStep(
+            .flatMapError { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
+    }
+
+    /// Returns a future that fails with `body`'s error, made on the main actor, where this one fails.
+    ///
+    /// - Parameters:
+    ///   - executor: `.mainActor`
+    ///   - body: Maps the error, on the main actor. Not called on success.
+    /// - Returns: The derived future.
+    public func mapError(
+        on executor: MainActorExecutor,
+        _ body: @escaping @MainActor (any Error) -> any Error
+    ) -> Future<Value> {
+        return _isolatedErrorStep(
+            .mapError { error in MainActor.assumeIsolated { body(error) } }, _IsolatedQueue.mainActor)
+    }
+
+    /// Returns a future that completes like this one, after running `body` on the main actor with the
+    /// result.
+    ///
+    /// - Parameters:
+    ///   - executor: `.mainActor`
+    ///   - body: The side effect, on the main actor. It runs even if the returned future was cancelled
+    ///     meanwhile.
+    /// - Returns: The derived future, completed after `body` returned.
+    @discardableResult
+    public func always(
+        on executor: MainActorExecutor,
+        _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
+    ) -> Future<Value> {
+        return _isolatedErrorStep(
+            .always { result in MainActor.assumeIsolated { body(result) } }, _IsolatedQueue.mainActor)
     }
 }

@@ -79,7 +79,7 @@ extension Future {
     ///   - body: Makes the next future from the error. Not called on success; a thrown error
     ///     fails the returned future.
     /// - Returns: The derived future.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func flatMapError(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) throws -> Future<Value>
@@ -93,7 +93,7 @@ extension Future {
     ///   - executor: Where `body` runs (default `.inline`).
     ///   - body: Maps the error. Not called on success.
     /// - Returns: The derived future.
-    @inlinable
+    @inlinable @_disfavoredOverload
     public func mapError(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> any Error
@@ -108,7 +108,7 @@ extension Future {
     ///   - executor: Where `body` runs (default `.inline`).
     ///   - body: The side effect. It runs even if the returned future was cancelled meanwhile.
     /// - Returns: The derived future, completed after `body` returned.
-    @inlinable @discardableResult
+    @inlinable @discardableResult @_disfavoredOverload
     public func always(
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void

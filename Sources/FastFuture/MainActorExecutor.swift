@@ -15,15 +15,16 @@ import Dispatch
 /// }
 /// ```
 ///
-/// Work runs after the call that scheduled it has returned - never synchronously inside
-/// `succeed` or `whenComplete`, even when both happen on the main actor - and in the order it was
-/// scheduled: bodies registered from the main actor run in registration order.
+/// With the main-actor overloads (`whenComplete(on: .mainActor)`, `map(on: .mainActor)`, ...),
+/// bodies run after the call that registered them has returned - never synchronously inside
+/// `succeed` or `whenComplete`, even when both happen on the main actor - and in registration
+/// order: none runs before a body registered earlier whose future is complete by then.
 ///
-/// - Note: The main actor runs its work on the main dispatch queue, so this executor submits
-///   with `DispatchQueue.main.async`: one allocation per body (the block), no task. Something
-///   must drain the main queue: an app's run loop, an `async` `main` function, `dispatchMain()`,
-///   or XCTest while a test waits. A command-line program whose synchronous `main` never returns
-///   to the run loop never runs main-actor bodies.
+/// - Note: The main actor runs its work on the main dispatch queue. Something must drain it: an
+///   app's run loop, an `async` `main` function, `dispatchMain()`, or the test runner while a test
+///   waits. A command-line program whose synchronous `main` never returns to the run loop never
+///   runs main-actor bodies. Passed as a plain ``FutureExecutor`` (to a generic `on:`), it
+///   submits each work item with `DispatchQueue.main.async`.
 public struct MainActorExecutor: FutureExecutor {
     /// Creates the main-actor executor.
     @inlinable

@@ -236,9 +236,12 @@ struct IsolationTests {
             // A pending step and its source hold each other (see "Lifetime"); cancelling breaks it.
             derived.cancel()
         }
+        // The cancelled step's body is released by the actor's next drain; a later body runs
+        // after it.
+        _ = try await cache.stored(3, from: Future.succeeded("marker", variant: variant)).value
         #expect(weakSource == nil)
         #expect(weakDerived == nil)
-        #expect(await cache.snapshot().users.isEmpty)
+        #expect(await cache.snapshot().users == [3: "marker"])
     }
 
     @Test(arguments: FutureVariant.allCases)
@@ -321,6 +324,172 @@ struct IsolationTests {
             return try await future.cancellingValue
         }
         #expect(try await consumer.value == 8)
+    }
+
+    // MARK: Order against a concurrent completer (from the review)
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorOrderHoldsWhileAnotherThreadIsCompleting(variant: FutureVariant) async throws {
+        final class Box { var order: [Int] = [] }
+        let box = Box()
+        let count = 3000
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        for index in 0..<count {
+            future.whenSuccess(on: .mainActor) { _ in box.order.append(index) }
+        }
+        Thread.detachNewThread { promise.succeed(1) }
+        // Register more as soon as the result is published: the completer is still handing the
+        // earlier bodies over, and the later ones must not overtake them.
+        while !future.isComplete {}
+        for index in count..<(count + 50) {
+            future.whenSuccess(on: .mainActor) { _ in box.order.append(index) }
+        }
+        _ = try await future.map(on: .mainActor) { $0 }.value
+        #expect(box.order == Array(0..<(count + 50)))
+    }
+
+    actor Recorder {
+        var order: [Int] = []
+
+        func registerAcrossCompletion(_ promise: Promise<Int>, pending: Int, late: Int) {
+            let future = promise.future
+            for index in 0..<pending {
+                future.whenSuccess(on: self) { _ in self.order.append(index) }
+            }
+            Thread.detachNewThread { promise.succeed(1) }
+            while !future.isComplete {}
+            for index in pending..<(pending + late) {
+                future.whenSuccess(on: self) { _ in self.order.append(index) }
+            }
+        }
+
+        func registerAcrossEscalation(_ promise: Promise<Int>) {
+            let future = promise.future
+            future.whenSuccess(on: self) { _ in self.order.append(0) }
+            withUnsafeCurrentTask { $0?.escalatePriority(to: .high) }
+            future.whenSuccess(on: self) { _ in self.order.append(1) }
+            promise.succeed(1)
+        }
+
+        func marker(_ future: Future<Int>) -> Future<Int> { future.map(on: self) { $0 } }
+
+        func take() -> [Int] {
+            defer { order = [] }
+            return order
+        }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func actorOrderHoldsWhileAnotherThreadIsCompleting(variant: FutureVariant) async throws {
+        let recorder = Recorder()
+        let pending = 2000
+        for _ in 0..<3 {
+            let promise = Promise<Int>(variant: variant)
+            await recorder.registerAcrossCompletion(promise, pending: pending, late: 50)
+            _ = try await recorder.marker(promise.future).value
+            #expect(await recorder.take() == Array(0..<(pending + 50)))
+        }
+    }
+
+    @Test
+    func actorOrderHoldsAcrossPriorityEscalation() async throws {
+        let recorder = Recorder()
+        let promise = Promise<Int>()
+        await recorder.registerAcrossEscalation(promise)
+        _ = try await recorder.marker(promise.future).value
+        #expect(await recorder.take() == [0, 1])
+    }
+
+    // MARK: Where skipped bodies are released (from the review)
+
+    /// Marks the main queue, the main actor's executor. (On Linux an `async` `main` runs the main
+    /// queue on a thread other than the process's first one, so `Thread.isMainThread` cannot tell.)
+    static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    final class ReleaseProbe: Sendable {
+        let released: LockedBox<[Bool]>
+        init(_ released: LockedBox<[Bool]>) { self.released = released }
+        deinit {
+            let onMainQueue = DispatchQueue.getSpecific(key: IsolationTests.mainQueueKey) == true
+            released.withLock { $0.append(onMainQueue) }
+        }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func skippedMainActorBodiesAreReleasedOnTheMainActor(variant: FutureVariant) async throws {
+        _ = Self.mainQueueKey
+        let released = LockedBox<[Bool]>([])
+        let failing = Promise<Int>(variant: variant)
+        let succeeding = Promise<Int>(variant: variant)
+        do {
+            let probe = ReleaseProbe(released)
+            _ = failing.future.map(on: .mainActor) { value -> Int in
+                _ = probe
+                return value
+            }
+            let other = ReleaseProbe(released)
+            _ = succeeding.future.recover(on: MainActor.shared) { _ in
+                _ = other
+                return 0
+            }
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                failing.fail(Boom(code: 1))
+                succeeding.succeed(1)
+                done.resume()
+            }
+        }
+        _ = try await Future.succeeded(0, variant: variant).map(on: .mainActor) { $0 }.value
+        _ = try await Future.succeeded(0, variant: variant).map(on: MainActor.shared) { $0 }.value
+        #expect(released.withLock { $0 } == [true, true], "skipped bodies are released on their actor")
+    }
+
+    // MARK: A run body is taken once (from the review)
+
+    /// An executor that (against `FutureExecutor`'s rule) runs its work twice, concurrently.
+    struct Twice: FutureExecutor {
+        func execute(_ work: @escaping @Sendable () -> Void) {
+            DispatchQueue.global().async(execute: work)
+            DispatchQueue.global().async(execute: work)
+        }
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func runBodyRunsOnceWhateverTheExecutor(variant: FutureVariant) async throws {
+        let runs = AtomicCount()
+        let group = DispatchGroup()
+        group.enter()
+        group.enter()
+        struct Counting: FutureExecutor {
+            let group: DispatchGroup
+            func execute(_ work: @escaping @Sendable () -> Void) {
+                for _ in 0..<2 {
+                    DispatchQueue.global().async {
+                        work()
+                        group.leave()
+                    }
+                }
+            }
+        }
+        let counter = Formatter()  // not Sendable: moved into the body
+        let future = Future<String>.run(on: Counting(group: group), variant: variant) {
+            runs.increment()
+            counter.prefix += "!"
+            return counter.prefix
+        }
+        #expect(try await future.value == "#!")
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { done.resume() }
+        }
+        #expect(runs.load() == 1)
     }
 }
 
