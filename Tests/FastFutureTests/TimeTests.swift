@@ -64,6 +64,74 @@ struct TimeTests {
         #expect(done.variant == variant)
     }
 
+    // MARK: The source is cancelled first
+
+    @Test(arguments: FutureVariant.allCases)
+    func sourceIsCancelledBeforeTimeoutIsSeen(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let timed = source.future.timeout(after: .milliseconds(10))
+        // Registered after `timeout`: it too has run before the timeout future fails.
+        let handlerRan = AtomicCount()
+        source.onCancel { handlerRan.increment() }
+        let seen = LockedBox<(cancelled: Bool, handlerRan: Int)?>(nil)
+        let callbackRan = Promise<Void>()
+        timed.whenFailure { _ in
+            seen.withLock { $0 = (source.isCancelled, handlerRan.load()) }
+            callbackRan.succeed()
+        }
+        #expect(throws: FutureTimeoutError.self) { try timed.wait() }
+        // A waiter is woken only after the source's cancellation, too.
+        #expect(source.isCancelled)
+        #expect(handlerRan.load() == 1)
+        try callbackRan.future.wait()
+        let observed = try #require(seen.snapshot)
+        #expect(observed.cancelled)
+        #expect(observed.handlerRan == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellationIsForwardedBeforeTimeoutIsSeen(variant: FutureVariant) throws {
+        // The source is itself derived: its own upstream is cancelled before the timeout fails.
+        let root = Promise<Int>(variant: variant)
+        let rootHandlerRan = AtomicCount()
+        root.onCancel { rootHandlerRan.increment() }
+        let timed = root.future.map { $0 + 1 }.timeout(after: .milliseconds(10))
+        let seen = LockedBox<Int?>(nil)
+        let done = Promise<Void>()
+        timed.whenFailure { _ in
+            seen.withLock { $0 = rootHandlerRan.load() }
+            done.succeed()
+        }
+        try done.future.wait()
+        #expect(seen.snapshot == 1)
+        #expect(root.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func boundedAllOverTimeoutsRunsOneOperationAtATime(variant: FutureVariant) throws {
+        let running = RunningCount()
+        let makers: [@Sendable () -> Future<Int>] = (0..<8).map { index in
+            {
+                running.operation(variant: variant).timeout(after: .milliseconds(2)).recover { _ in index }
+            }
+        }
+        let all = Future.all(makers, maxConcurrent: 1)
+        #expect(try all.wait() == Array(0..<8))
+        #expect(running.started == 8)
+        #expect(running.maximum == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func retryOverTimedOutAttemptsRunsOneAttemptAtATime(variant: FutureVariant) throws {
+        let running = RunningCount()
+        let result = Future<Int>.retry(attempts: 8, variant: variant) { _ in
+            running.operation(variant: variant).timeout(after: .milliseconds(2))
+        }
+        #expect(throws: FutureTimeoutError.self) { try result.wait() }
+        #expect(running.started == 8)
+        #expect(running.maximum == 1)
+    }
+
     // MARK: The source completes first
 
     @Test(arguments: FutureVariant.allCases)
@@ -145,4 +213,24 @@ struct TimeTests {
         // Zero durations (every 40th) always time out: the sources were pending then.
         #expect(timedOut >= (0..<timeoutRaceCount).count { $0 % 40 == 0 })
     }
+}
+
+/// Counts operations in flight (started, not yet cancelled) and the most at any time.
+private final class RunningCount: Sendable {
+    private let state = LockedBox((started: 0, running: 0, maximum: 0))
+
+    /// Starts an operation that never completes by itself; its cancellation ends it.
+    func operation(variant: FutureVariant) -> Future<Int> {
+        state.withLock {
+            $0.started += 1
+            $0.running += 1
+            $0.maximum = max($0.maximum, $0.running)
+        }
+        let promise = Promise<Int>(variant: variant)
+        promise.onCancel { [state] in state.withLock { $0.running -= 1 } }
+        return promise.future
+    }
+
+    var started: Int { state.snapshot.started }
+    var maximum: Int { state.snapshot.maximum }
 }
