@@ -20,6 +20,8 @@ let package = Package(
     products: [
         .library(name: "FastFuture", targets: ["FastFuture"]),
         .library(name: "FastFutureFoundation", targets: ["FastFutureFoundation"]),
+        // Test support: a manual clock that drives FastFuture's timers by hand.
+        .library(name: "FastFutureTesting", targets: ["FastFutureTesting"]),
         .executable(name: "fastfuture-fetch", targets: ["fastfuture-fetch"]),
     ],
     targets: [
@@ -35,6 +37,11 @@ let package = Package(
             dependencies: ["FastFuture"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "FastFutureTesting",
+            dependencies: ["FastFuture"],
+            swiftSettings: strictSettings
+        ),
         // Example: fetch several URLs concurrently (README, "FastFutureFoundation").
         .executableTarget(
             name: "fastfuture-fetch",
@@ -46,7 +53,7 @@ let package = Package(
         .target(name: "HeapProbe", path: "Tests/HeapProbe"),
         .testTarget(
             name: "FastFutureTests",
-            dependencies: ["FastFuture", "HeapProbe"],
+            dependencies: ["FastFuture", "FastFutureTesting", "HeapProbe"],
             swiftSettings: strictSettings
         ),
         .testTarget(
