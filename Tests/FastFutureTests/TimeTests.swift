@@ -184,6 +184,41 @@ struct TimeTests {
         #expect(throws: CancellationError.self) { try timed.peek()?.get() }
     }
 
+    @Test(arguments: FutureVariant.allCases)
+    func stoppedLongTimersReleaseWhatTheyHoldAtOnce(variant: FutureVariant) throws {
+        // A one-hour timer that is cancelled, or whose source completes, leaves nothing alive
+        // until its deadline: the futures it held are freed when the last reference goes.
+        weak var cancelledSource: Future<Int>?
+        weak var cancelledTimed: Future<Int>?
+        weak var completedSource: Future<Int>?
+        weak var completedTimed: Future<Int>?
+        weak var retried: Future<Int>?
+        do {
+            let source = Promise<Int>(variant: variant)
+            let timed = source.future.timeout(after: .seconds(3600))
+            cancelledSource = source.future
+            cancelledTimed = timed
+            timed.cancel()
+
+            let other = Promise<Int>(variant: variant)
+            let otherTimed = other.future.timeout(after: .seconds(3600))
+            completedSource = other.future
+            completedTimed = otherTimed
+            other.succeed(1)
+
+            let retry = Future<Int>.retry(attempts: 2, delay: .seconds(3600), variant: variant) { _ in
+                .failed(CancellationError(), variant: variant)
+            }
+            retried = retry
+            retry.cancel()
+        }
+        #expect(cancelledSource == nil)
+        #expect(cancelledTimed == nil)
+        #expect(completedSource == nil)
+        #expect(completedTimed == nil)
+        #expect(retried == nil)
+    }
+
     // MARK: Races
 
     @Test(arguments: FutureVariant.allCases)
