@@ -222,6 +222,48 @@ struct TimeTests {
     // MARK: Races
 
     @Test(arguments: FutureVariant.allCases)
+    func timeoutsRaceCancellationsOfTheTimedFuture(variant: FutureVariant) async throws {
+        // Deadlines racing `cancel()` of the timeout futures from another thread: each completes
+        // once, with FutureTimeoutError (and then its source was cancelled before) or with
+        // CancellationError; every source ends cancelled either way.
+        let count = max(50, Stress.rounds / 4)
+        let sources = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        let timed = sources.enumerated().map { i, source in
+            source.future.timeout(after: .microseconds(20 * (i % 50)))
+        }
+        let callbackRuns = (0..<count).map { _ in AtomicCount() }
+        let sourceCancelledAtCallback = LockedBox<[Int: Bool]>([:])
+        for (i, future) in timed.enumerated() {
+            future.whenFailure { error in
+                callbackRuns[i].increment()
+                if error is FutureTimeoutError {
+                    sourceCancelledAtCallback.withLock { $0[i] = sources[i].isCancelled }
+                }
+            }
+        }
+        DispatchQueue.global().async {
+            for future in timed { future.cancel() }
+        }
+        for (i, future) in timed.enumerated() {
+            do {
+                _ = try await future.value
+                Issue.record("timeout \(i) completed with a value")
+            } catch is FutureTimeoutError {
+                #expect(sources[i].isCancelled)
+            } catch {
+                #expect(error is CancellationError)
+            }
+            await #expect(throws: CancellationError.self) { try await sources[i].future.value }
+        }
+        // Callbacks run once (each may still be running on another thread: wait for all).
+        for runs in callbackRuns {
+            while runs.load() == 0 { await Task.yield() }
+        }
+        #expect(callbackRuns.allSatisfy { $0.load() == 1 })
+        #expect(sourceCancelledAtCallback.snapshot.values.allSatisfy { $0 })
+    }
+
+    @Test(arguments: FutureVariant.allCases)
     func timeoutsRaceCompletions(variant: FutureVariant) async throws {
         let sources = (0..<timeoutRaceCount).map { _ in Promise<Int>(variant: variant) }
         let timed = sources.enumerated().map { i, source in
