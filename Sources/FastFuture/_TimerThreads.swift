@@ -295,14 +295,13 @@ internal final class _TimerThreads: @unchecked Sendable {
 /// holds its closure, so a pending timer needs no other owner; after firing or cancellation
 /// nothing is held.
 ///
-/// - Note: `@unchecked Sendable`: `heapIndex`, `deadline` and `fire` are read and written only
-///   under `_TimerThreads.shared`'s mutex.
+/// - Note: `@unchecked Sendable`: `heapIndex` and `fire` are read and written only under
+///   `_TimerThreads.shared`'s mutex; `deadline` is immutable.
 internal final class _TimerEntry: _Timer, @unchecked Sendable {
     /// The index in the heap, or -1 when not in it.
     fileprivate var heapIndex = -1
-    /// The monotonic deadline in nanoseconds (`UInt64.max`: never). Written in `init`, before
-    /// the entry is shared.
-    fileprivate var deadline: UInt64
+    /// The monotonic deadline in nanoseconds (`UInt64.max`: never).
+    fileprivate let deadline: UInt64
     /// What to run; `nil` once fired or cancelled.
     fileprivate var fire: (@Sendable () -> Void)?
 
