@@ -20,6 +20,8 @@ let package = Package(
     products: [
         .library(name: "FastFuture", targets: ["FastFuture"]),
         .library(name: "FastFutureFoundation", targets: ["FastFutureFoundation"]),
+        // Test support: a manual clock that drives FastFuture's timers by hand.
+        .library(name: "FastFutureTesting", targets: ["FastFutureTesting"]),
         .executable(name: "fastfuture-fetch", targets: ["fastfuture-fetch"]),
     ],
     targets: [
@@ -32,6 +34,11 @@ let package = Package(
         ),
         .target(
             name: "FastFutureFoundation",
+            dependencies: ["FastFuture"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FastFutureTesting",
             dependencies: ["FastFuture"],
             swiftSettings: strictSettings
         ),
@@ -53,7 +60,7 @@ let package = Package(
         .target(name: "HeapProbe", path: "Tests/HeapProbe"),
         .testTarget(
             name: "FastFutureTests",
-            dependencies: ["FastFuture", "HeapProbe"],
+            dependencies: ["FastFuture", "FastFutureTesting", "HeapProbe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

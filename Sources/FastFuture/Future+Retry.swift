@@ -1,5 +1,3 @@
-import Dispatch
-
 extension Future {
     /// Calls `make(1)`, `make(2)`, ... until one of the futures it returns succeeds, or
     /// `attempts` of them have failed, waiting `delay` between attempts.
@@ -16,6 +14,7 @@ extension Future {
     /// - Parameters:
     ///   - attempts: The most attempts to make; at least 1.
     ///   - delay: How long to wait after a failed attempt before the next one (default: none).
+    ///     Zero or negative: no wait; 146 years or more: the wait never ends (until cancelled).
     ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
     ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
     /// - Returns: A future that succeeds with the first successful attempt's value, or fails
@@ -25,21 +24,53 @@ extension Future {
     ///   one), and is cancelled at once.
     /// - Note: Traps if `attempts < 1`. `make(1)` runs on the calling thread before `retry`
     ///   returns; a later attempt runs where the previous attempt failed (its completing
-    ///   thread), or, after a non-zero `delay`, on a shared timer queue. No thread waits: the
-    ///   delay is a `DispatchSourceTimer`. Attempts that fail synchronously are driven by
-    ///   FastFuture's trampoline, in a loop: any number of them runs in constant stack depth.
+    ///   thread), or, after a non-zero `delay`, on a FastFuture timer thread. No thread waits:
+    ///   the delay is a timer of FastFuture's own timer threads, which keep it even while
+    ///   blocking work occupies every thread of `DispatchQueue.global()` (see <doc:Time>).
+    ///   Attempts that fail synchronously are driven by FastFuture's trampoline, in a loop: any
+    ///   number of them runs in constant stack depth.
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
         variant: FutureVariant = .lockFree,
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
-        precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
-        let result = Future(_variant: variant, result: nil)
-        _RetryDriver(
-            result: result, attempts: attempts, delay: delay, backoff: .constant, shouldRetry: nil, make: make
-        ).attempt(1)
-        return result
+        _retry(attempts: attempts, delay: delay, backoff: .constant, makeTimer: nil, variant: variant, nil, make)
+    }
+
+    /// Calls `make(1)`, `make(2)`, ... until one of the futures it returns succeeds, or
+    /// `attempts` of them have failed, waiting `delay` on `clock` between attempts. Like
+    /// ``retry(attempts:delay:variant:_:)``, on a clock of your choice: pass a manual clock in
+    /// tests to drive the waits by hand.
+    ///
+    /// ```swift
+    /// let clock = ManualClock()                                  // FastFutureTesting
+    /// let reply = Future<Reply>.retry(attempts: 3, delay: .seconds(1), clock: clock) { _ in send() }
+    /// clock.advance(by: .seconds(1))                             // makes attempt 2, synchronously
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - attempts: The most attempts to make; at least 1.
+    ///   - delay: How long to wait after a failed attempt, in `clock`'s time (default: none).
+    ///     Zero or negative: no wait; 146 years or more: the wait never ends (until cancelled).
+    ///   - clock: The clock (see ``timeout(after:clock:)`` for how each kind is used).
+    ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
+    ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
+    /// - Returns: As ``retry(attempts:delay:variant:_:)``.
+    /// - Note: Traps if `attempts < 1`. An attempt after a wait runs where the clock's timer
+    ///   fires: on a FastFuture timer thread (`ContinuousClock`), inside the clock's callback
+    ///   (a ``CallbackSchedulingClock``: a manual clock's `advance`), or on Swift's global
+    ///   concurrent executor (any other clock).
+    public static func retry(
+        attempts: Int,
+        delay: Duration = .zero,
+        clock: some Clock<Duration>,
+        variant: FutureVariant = .lockFree,
+        _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) -> Future<Value> {
+        _retry(
+            attempts: attempts, delay: delay, backoff: .constant, makeTimer: _timerMaker(clock), variant: variant, nil,
+            make)
     }
 
     /// Calls `make(1)`, `make(2)`, ... until one of the futures it returns succeeds, `attempts`
@@ -58,7 +89,7 @@ extension Future {
     /// - Parameters:
     ///   - attempts: The most attempts to make; at least 1.
     ///   - delay: The wait after the first failed attempt (default: none). Later waits follow
-    ///     `backoff` (see ``RetryBackoff/delay(after:base:)``).
+    ///     `backoff` (see ``RetryBackoff/delay(after:base:)``). Zero or negative: no waits.
     ///   - backoff: How the wait grows (default ``RetryBackoff/constant``: always `delay`).
     ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
     ///   - shouldRetry: Called with the error of each failed attempt but the last; returning
@@ -70,7 +101,8 @@ extension Future {
     ///   the pending wait) and stops retrying: neither `make` nor `shouldRetry` is called again
     ///   (but for at most one attempt another thread was already starting, cancelled at once).
     /// - Note: Traps if `attempts < 1`. Threads and stack depth as in
-    ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers.
+    ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers of
+    ///   FastFuture's own timer threads. A wait of 146 years or more never ends (see <doc:Time>).
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
@@ -79,10 +111,73 @@ extension Future {
         while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
+        _retry(attempts: attempts, delay: delay, backoff: backoff, makeTimer: nil, variant: variant, shouldRetry, make)
+    }
+
+    /// Calls `make(1)`, `make(2)`, ... until one of the futures it returns succeeds, `attempts`
+    /// of them have failed, or `shouldRetry` rejects an error; the waits, growing as `backoff`
+    /// says, are measured by `clock`. Like ``retry(attempts:delay:backoff:variant:while:_:)``,
+    /// on a clock of your choice.
+    ///
+    /// ```swift
+    /// let clock = ManualClock()                                  // FastFutureTesting
+    /// let reply = Future<Reply>.retry(
+    ///     attempts: 4, delay: .seconds(1), backoff: .exponential(), clock: clock
+    /// ) { _ in send() }
+    /// clock.advance(by: .seconds(1))                             // attempt 2
+    /// clock.advance(by: .seconds(2))                             // attempt 3
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - attempts: The most attempts to make; at least 1.
+    ///   - delay: The wait after the first failed attempt, in `clock`'s time (default: none).
+    ///   - backoff: How the wait grows (default ``RetryBackoff/constant``: always `delay`).
+    ///   - clock: The clock (see ``timeout(after:clock:)`` for how each kind is used).
+    ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
+    ///   - shouldRetry: Called with the error of each failed attempt but the last; returning
+    ///     `false` stops retrying (default: always retry).
+    ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
+    /// - Returns: As ``retry(attempts:delay:backoff:variant:while:_:)``.
+    /// - Note: Traps if `attempts < 1`. Where attempts after a wait run: see
+    ///   ``retry(attempts:delay:clock:variant:_:)``.
+    public static func retry(
+        attempts: Int,
+        delay: Duration = .zero,
+        backoff: RetryBackoff = .constant,
+        clock: some Clock<Duration>,
+        variant: FutureVariant = .lockFree,
+        while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
+        _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) -> Future<Value> {
+        _retry(
+            attempts: attempts, delay: delay, backoff: backoff, makeTimer: _timerMaker(clock), variant: variant,
+            shouldRetry, make)
+    }
+
+    /// The timer maker of a retry on `clock`: `nil` for `ContinuousClock` (FastFuture's timer
+    /// threads, exactly as without a clock).
+    private static func _timerMaker<C: Clock>(
+        _ clock: C
+    ) -> (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
+    where C.Duration == Duration {
+        if clock is ContinuousClock { return nil }
+        return { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
+    }
+
+    private static func _retry(
+        attempts: Int,
+        delay: Duration,
+        backoff: RetryBackoff,
+        makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?,
+        variant: FutureVariant,
+        _ shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
+        _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) -> Future<Value> {
         precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
         let result = Future(_variant: variant, result: nil)
         _RetryDriver(
-            result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry, make: make
+            result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
+            makeTimer: makeTimer, make: make
         ).attempt(1)
         return result
     }
@@ -106,6 +201,8 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
     /// `nil`: retry after every error.
     let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
     let make: @Sendable (_ attempt: Int) -> Future<Value>
+    /// Makes the timer of a wait on a user's clock; `nil`: FastFuture's timer threads.
+    let makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
 
     init(
         result: Future<Value>,
@@ -113,8 +210,10 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         delay: Duration,
         backoff: RetryBackoff,
         shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
+        makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)? = nil,
         make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) {
+        self.makeTimer = makeTimer
         self.result = result
         self.attempts = attempts
         self.delay = delay
@@ -158,13 +257,22 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
             attempt(number + 1)
             return
         }
-        let timer = _OneShotTimer { self.attempt(number + 1) }
+        let fire: @Sendable () -> Void = { self.attempt(number + 1) }
+        if let makeTimer {
+            arm(makeTimer(wait, fire))
+        } else {
+            arm(_TimerEntry(after: wait, fire))
+        }
+    }
+
+    /// Makes `timer` the result's upstream, then arms it.
+    private func arm(_ timer: some _Timer) {
         guard result._replaceUpstream(with: timer) else {
             timer.cancel()
             return
         }
         // Armed only now that cancelling the result reaches it; if it fired earlier, its
         // attempt's future would be replaced as the upstream by this timer.
-        timer.start(deadline: _dispatchDeadline(after: wait))
+        timer.start()
     }
 }

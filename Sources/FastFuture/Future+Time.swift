@@ -1,10 +1,8 @@
-import Dispatch
-
 // MARK: - Timeout
 
 extension Future {
     /// Returns a future that completes like this one, or fails with ``FutureTimeoutError`` if
-    /// this future has not completed within `duration` - and then cancels this future.
+    /// this future has not completed within `duration` - cancelling this future first.
     ///
     /// ```swift
     /// let answer = slowAnswer().timeout(after: .seconds(2))
@@ -12,112 +10,203 @@ extension Future {
     /// ```
     ///
     ///     source completes first ──▶ returned future completes with its result; timer cancelled
-    ///     deadline passes first  ──▶ returned future fails with FutureTimeoutError,
-    ///                                then source.cancel()
+    ///     deadline passes first  ──▶ source.cancel() (its onCancel handlers run, the cancellation
+    ///                                is forwarded), then the returned future fails with
+    ///                                FutureTimeoutError
     ///     returned.cancel()      ──▶ returned future fails with CancellationError,
     ///                                source.cancel() (which cancels the timer)
     ///
-    /// - Parameter duration: How long to wait for this future. Zero or negative: the returned
-    ///   future fails with ``FutureTimeoutError`` at once (and this future is cancelled), unless
-    ///   this future has already completed.
+    /// Because the source is stopped before anyone sees the timeout, work chained after a
+    /// timeout never overlaps the work it timed out: `retry` over timed-out attempts runs one
+    /// attempt at a time.
+    ///
+    /// - Parameter duration: How long to wait for this future. Zero or negative: this future is
+    ///   cancelled and the returned future fails with ``FutureTimeoutError`` at once, unless
+    ///   this future has already completed. 146 years or more: never times out (no timer).
     /// - Returns: A future with this future's variant. Cancelling it cancels this future.
-    /// - Note: No thread waits: the deadline is one `DispatchSourceTimer` on a shared concurrent
-    ///   queue, cancelled (and so released) as soon as this future completes. When time runs
-    ///   out, `.inline` callbacks of the returned future run on that queue. A duration too long
-    ///   for Dispatch (beyond `DispatchTime.distantFuture`) never times out and needs no timer.
+    /// - Note: No thread waits: the deadline is kept by FastFuture's own timer threads, which
+    ///   fire on time even while blocking work occupies every thread of
+    ///   `DispatchQueue.global()`; the timer is cancelled (and released) as soon as this future
+    ///   completes. When time runs out, this future's `onCancel` handlers and `.inline`
+    ///   callbacks and those of the returned future run on a FastFuture timer thread (a slow one
+    ///   holds that thread only: other timers fire on others). See <doc:Time>.
     public func timeout(after duration: Duration) -> Future<Value> {
+        _timeout(after: duration) { delay, fire in _TimerEntry(after: delay, fire) }
+    }
+
+    /// Returns a future that completes like this one, or fails with ``FutureTimeoutError`` if
+    /// this future has not completed within `duration` as measured by `clock` - cancelling this
+    /// future first. Like ``timeout(after:)``, on a clock of your choice: pass a manual clock
+    /// in tests to drive time by hand.
+    ///
+    /// ```swift
+    /// let clock = ManualClock()                             // FastFutureTesting
+    /// let answer = slowAnswer().timeout(after: .seconds(2), clock: clock)
+    /// clock.advance(by: .seconds(2))                        // fails it, synchronously
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: How long to wait, in `clock`'s time. Zero or negative: times out at once
+    ///     (as ``timeout(after:)``); 146 years or more: never.
+    ///   - clock: The clock. `ContinuousClock` uses FastFuture's timer threads, exactly as
+    ///     ``timeout(after:)``; a ``CallbackSchedulingClock`` (such as FastFutureTesting's
+    ///     `ManualClock`) runs the timer itself - a manual clock inside its `advance`; any
+    ///     other clock is slept on by a `Task`, cancelled with the timer.
+    /// - Returns: A future with this future's variant. Cancelling it cancels this future.
+    /// - Note: When time runs out, the `.inline` callbacks run where the clock's timer fires:
+    ///   on a FastFuture timer thread (`ContinuousClock`), inside the clock's callback (a
+    ///   ``CallbackSchedulingClock``), or on Swift's global concurrent executor (any other
+    ///   clock). See <doc:Time>.
+    public func timeout(after duration: Duration, clock: some Clock<Duration>) -> Future<Value> {
+        if clock is ContinuousClock { return timeout(after: duration) }
+        return _timeout(after: duration) { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
+    }
+
+    /// `timeout`'s body, for any kind of timer.
+    @inline(__always)
+    internal func _timeout<Timer: _Timer>(
+        after duration: Duration,
+        _ makeTimer: (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Timer
+    ) -> Future<Value> {
         if let result = peek() {
             return Future(_variant: variant, result: result)
         }
         guard duration > .zero else {
-            let timedOut = Future(_variant: variant, result: .failure(FutureTimeoutError()))
-            cancel()
-            return timedOut
+            // Cancel first; a source that completed meanwhile was in time.
+            if case .won = _complete(.failure(CancellationError()), byCancel: true) {
+                return Future(_variant: variant, result: .failure(FutureTimeoutError()))
+            }
+            _core.awaitPublished()
+            return Future(_variant: variant, result: _completedResult)
         }
         // The derived future holds this one as its upstream: cancelling it cancels this one,
         // and the reference is dropped as soon as it completes.
         let derived = Future(_variant: variant, result: nil, upstream: self)
-        let deadline = duration > .zero ? _dispatchDeadline(after: duration) : .distantFuture
-        guard deadline != .distantFuture else {
+        guard !duration._isNever else {
             whenComplete { result in derived._complete(result) }
             return derived
         }
         // The timer strongly holds both futures until it fires or is cancelled, so that the
         // returned future times out even when nobody else references either of them.
-        let timer = _OneShotTimer { [self] in
-            // A source that completed in time is not late, even if its completer has not reached
-            // the callback below yet (it may be running slow callbacks registered before it).
-            if let result = self.peek() {
-                derived._complete(result)
-            } else if case .won = derived._complete(.failure(FutureTimeoutError())) {
-                self.cancel()
-            }
-        }
-        timer.start(deadline: deadline)
+        let timer = makeTimer(duration) { [self] in self._timeoutFired(derived) }
+        timer.start()
         // Registered after the timer started: if this future is already complete by now, the
         // callback cancels the timer (a cancel that never comes would leave it to fire).
         whenComplete { result in
-            timer.cancel()
-            derived._complete(result)
+            // Whoever stops the timer delivers the result: this callback if it cancelled the
+            // timer in time; otherwise the timer has fired, and `_timeoutFired` delivers (this
+            // may be the cancellation that the timer itself made).
+            if timer.cancel() { derived._complete(result) }
         }
         return derived
     }
+
+    /// Time ran out for `timeout`'s source (`self`): cancel it, then fail `derived`.
+    internal func _timeoutFired(_ derived: Future<Value>) {
+        // A source that completed in time is not late, even if its completer has not reached
+        // the callback registered by `timeout` yet (it may be running slow callbacks before it).
+        if let result = peek() {
+            derived._complete(result)
+            return
+        }
+        switch _complete(.failure(CancellationError()), byCancel: true) {
+        case .won:
+            // At top level (a timer thread), the source's onCancel handlers, its forwarded
+            // cancellation and its callbacks have all run by now. Inside a callback (a manual
+            // clock advanced from one), they are queued on this thread's trampoline: queue the
+            // failure behind them, so that it is still seen only after them.
+            if _Trampoline.current.isDraining {
+                _Trampoline.run(.cancel(_TimeoutExpiry(derived)))
+            } else {
+                derived._complete(.failure(FutureTimeoutError()))
+            }
+        case .lostToCancel, .lostToCompletion:
+            // Completed (or cancelled) by another thread just now: pass that on.
+            _core.awaitPublished()
+            derived._complete(_completedResult)
+        }
+    }
+
+    // MARK: - A value after a delay
+
+    /// Returns a future that succeeds with `value` once `delay` has passed.
+    ///
+    /// ```swift
+    /// let tick = Future.succeeded("tick", after: .milliseconds(500))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - delay: How long until the future succeeds. Zero or negative: it has succeeded at
+    ///     once; 146 years or more: it never does (it stays pending until cancelled).
+    ///   - variant: The synchronization variant (default `.lockFree`).
+    /// - Returns: The future. Cancelling it cancels (and releases) its timer.
+    /// - Note: The timer is kept by FastFuture's timer threads (see ``timeout(after:)``);
+    ///   `.inline` callbacks run on one of them. See <doc:Time>.
+    public static func succeeded(_ value: Value, after delay: Duration, variant: FutureVariant = .lockFree) -> Future<
+        Value
+    > {
+        _succeeded(value, after: delay, variant: variant) { delay, fire in _TimerEntry(after: delay, fire) }
+    }
+
+    /// Returns a future that succeeds with `value` once `delay` has passed on `clock`.
+    ///
+    /// ```swift
+    /// let clock = ManualClock()                                  // FastFutureTesting
+    /// let tick = Future.succeeded("tick", after: .seconds(1), clock: clock)
+    /// clock.advance(by: .seconds(1))                             // tick has succeeded
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - delay: How long until the future succeeds, in `clock`'s time. Zero or negative: at
+    ///     once; 146 years or more: never (pending until cancelled).
+    ///   - clock: The clock (see ``timeout(after:clock:)`` for how each kind is used).
+    ///   - variant: The synchronization variant (default `.lockFree`).
+    /// - Returns: The future. Cancelling it cancels (and releases) its timer.
+    /// - Note: `.inline` callbacks run where the clock's timer fires (see
+    ///   ``timeout(after:clock:)``).
+    public static func succeeded(
+        _ value: Value, after delay: Duration, clock: some Clock<Duration>, variant: FutureVariant = .lockFree
+    ) -> Future<Value> {
+        if clock is ContinuousClock { return succeeded(value, after: delay, variant: variant) }
+        return _succeeded(value, after: delay, variant: variant) { delay, fire in
+            _ClockTimer(clock: clock, after: delay, fire)
+        }
+    }
+
+    @inline(__always)
+    internal static func _succeeded<Timer: _Timer>(
+        _ value: Value,
+        after delay: Duration,
+        variant: FutureVariant,
+        _ makeTimer: (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Timer
+    ) -> Future<Value> {
+        guard delay > .zero else { return Future(_variant: variant, result: .success(value)) }
+        let future = Future(_variant: variant, result: nil)
+        guard !delay._isNever else { return future }
+        // The timer holds the future (so its callbacks run even if nobody else references
+        // it); the future holds the timer as its upstream (so cancelling it cancels the
+        // timer). Completing either way breaks the cycle.
+        let timer = makeTimer(delay) { future._complete(.success(value)) }
+        _ = future._replaceUpstream(with: timer)  // a fresh, pending future: always accepted
+        timer.start()
+        return future
+    }
 }
 
-// MARK: - Timers
+/// Time ran out for a `timeout` whose source's cancellation is queued on this thread's
+/// trampoline: queued behind it as a `.cancel` work item, it fails the timeout future with
+/// ``FutureTimeoutError`` (not a cancellation of anything: the trampoline's way to run one
+/// step after the work queued before it).
+internal final class _TimeoutExpiry<Value: Sendable>: _Cancellable {
+    private let derived: Future<Value>
 
-/// The queue every FastFuture timer fires on: concurrent, so that a slow callback run by one
-/// timeout does not delay the others.
-internal let _timerQueue = DispatchQueue(label: "FastFuture.timers", attributes: .concurrent)
-
-/// A one-shot timer that runs `fire` once at a deadline, unless cancelled first; it can be
-/// the upstream of a future (cancelling that future cancels the timer).
-///
-///     init ──▶ ARMED-AT-NEVER ──start(deadline)──▶ ARMED ──deadline──▶ FIRED (handler runs once)
-///                     │                               │
-///                     └──────────── cancel() ─────────┴──▶ CANCELLED (handler never runs)
-///
-/// The source is activated in `init` with no deadline (it cannot fire yet), so it is never
-/// released while inactive, which libdispatch forbids; `start` arms it. Lifetime: the event
-/// handler retains the timer (and through `fire`, whatever `fire` captures) - a cycle on
-/// purpose, which keeps a pending timer alive without any other owner. Libdispatch releases
-/// the handler once the source is cancelled, which both paths do: the handler cancels the
-/// source before running `fire`, and `cancel()` cancels it from outside. So every timer must
-/// be started or cancelled, and after firing or cancellation nothing stays alive.
-///
-/// - Note: `@unchecked Sendable`: the only stored property is an immutable reference to a
-///   dispatch source, and every method used on it after `init` (`schedule`, `cancel`) is
-///   thread-safe in libdispatch. The event handler is set once, in `init`, before the source
-///   is shared.
-internal final class _OneShotTimer: _Cancellable, @unchecked Sendable {
-    private let source: any DispatchSourceTimer
-
-    /// Creates the timer; it does nothing until ``start(deadline:)``.
-    ///
-    /// - Parameter fire: Runs once, on `_timerQueue`, when the deadline passes.
-    init(_ fire: @escaping @Sendable () -> Void) {
-        source = DispatchSource.makeTimerSource(queue: _timerQueue)
-        source.setEventHandler { [self] in
-            // Cancel first: releases the handler (breaking the retain cycle) after it returns.
-            self.source.cancel()
-            fire()
-        }
-        source.activate()
-    }
-
-    /// Arms the timer. Call at most once; a no-op after `cancel()`.
-    ///
-    /// - Parameter deadline: When to fire.
-    func start(deadline: DispatchTime) {
-        source.schedule(deadline: deadline, repeating: .never)
-    }
-
-    /// Cancels the timer, if it has not fired yet. Safe from any thread, any number of times.
-    func cancel() {
-        source.cancel()
+    init(_ derived: Future<Value>) {
+        self.derived = derived
     }
 
     func _cancelFromDownstream() {
-        cancel()
+        derived._complete(.failure(FutureTimeoutError()))
     }
 }

@@ -43,17 +43,15 @@ public struct RetryBackoff: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - multiplier: The growth factor; finite and at least 1 (default 2).
-    ///   - maxDelay: The longest wait, or `nil` for no limit (default).
+    ///   - maxDelay: The longest wait, or `nil` for no limit (default). Zero or negative: every
+    ///     wait is zero (negative durations count as zero, as everywhere in FastFuture).
     /// - Returns: The backoff.
-    /// - Note: Traps if `multiplier` is not finite or less than 1, or `maxDelay` is negative.
+    /// - Note: Traps if `multiplier` is not finite or less than 1 (it would make waits that are
+    ///   not durations).
     public static func exponential(multiplier: Double = 2, maxDelay: Duration? = nil) -> RetryBackoff {
         precondition(
             multiplier.isFinite && multiplier >= 1,
             "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got \(multiplier)"
-        )
-        precondition(
-            maxDelay.map { $0 >= .zero } ?? true,
-            "FastFuture: RetryBackoff.exponential(maxDelay:) must not be negative"
         )
         return RetryBackoff(_kind: .exponential(multiplier: multiplier, maxDelay: maxDelay))
     }
@@ -68,10 +66,13 @@ public struct RetryBackoff: Sendable, Hashable {
     ///   - failedAttempt: The attempt that failed (1-based).
     ///   - base: `retry`'s `delay`: the wait after the first failed attempt.
     /// - Returns: `base` for ``constant``; for ``exponential(multiplier:maxDelay:)``,
-    ///   `base × multiplier^(failedAttempt - 1)` to the nanosecond, at most `maxDelay`. A
-    ///   wait too long to represent saturates to a practically infinite one (never fires).
+    ///   `base × multiplier^(failedAttempt - 1)` to the nanosecond, at most `maxDelay`. Never
+    ///   negative: a zero or negative `base` (or `maxDelay`) gives zero. A wait too long to
+    ///   represent saturates to `Duration.nanoseconds(Int64.max)`, a wait that never ends (any
+    ///   wait of 146 years or more never ends, see <doc:Time>).
     public func delay(after failedAttempt: Int, base: Duration) -> Duration {
-        guard case .exponential(let multiplier, let maxDelay) = _kind, base > .zero else { return base }
+        guard base > .zero else { return .zero }
+        guard case .exponential(let multiplier, let maxDelay) = _kind else { return base }
         // Exponentiation by squaring, in Double: O(log n), exact for integral multipliers and
         // results below 2^53 ns (104 days); overflow goes to +infinity, which the cap handles.
         var factor = 1.0
@@ -84,7 +85,7 @@ public struct RetryBackoff: Sendable, Hashable {
         }
         let nanoseconds = base._nanosecondsAsDouble * factor
         if let maxDelay, !(nanoseconds < maxDelay._nanosecondsAsDouble) {
-            return maxDelay
+            return max(maxDelay, .zero)
         }
         // Beyond ~292 years: a deadline Dispatch treats as "never".
         guard nanoseconds < 9e18 else { return .nanoseconds(Int64.max) }

@@ -83,8 +83,9 @@ struct RetryTests {
             calls.record(attempt)
             return .failed(AttemptFailed(attempt: attempt))
         }
-        // The first attempt ran on this thread; the others wait for the timer.
-        #expect(calls.attempts == [1])
+        // The first attempt ran on this thread, before `retry` returned; the others wait for the
+        // timer (the lower bounds below check it: a snapshot here would race a loaded machine).
+        #expect(calls.attempts.first == 1)
         await #expect(throws: AttemptFailed(attempt: 3)) { try await result.value }
         #expect(calls.attempts == [1, 2, 3])
         let times = calls.times
@@ -122,7 +123,9 @@ struct RetryTests {
 
     @Test(arguments: FutureVariant.allCases)
     func cancelDuringDelayStopsRetrying(variant: FutureVariant) async throws {
-        let delay = Duration.milliseconds(30)
+        // Long enough that the cancel below comes before the wait ends, even on a loaded machine
+        // (timers are punctual now: 30 ms could pass between `retry` and `cancel` under TSan).
+        let delay = Duration.milliseconds(200)
         let calls = RetryCallLog()
         let result = Future<Int>.retry(attempts: 100, delay: delay, variant: variant) { attempt in
             calls.record(attempt)
@@ -135,7 +138,7 @@ struct RetryTests {
         // A witness retry, started later with a longer delay, makes its second attempt after
         // the cancelled retry's would have been due; by then that one has made none.
         let witnessCalls = RetryCallLog()
-        let witness = Future<Int>.retry(attempts: 2, delay: delay * 4, variant: variant) { attempt in
+        let witness = Future<Int>.retry(attempts: 2, delay: delay * 2, variant: variant) { attempt in
             witnessCalls.record(attempt)
             return .failed(AttemptFailed(attempt: attempt))
         }

@@ -64,6 +64,74 @@ struct TimeTests {
         #expect(done.variant == variant)
     }
 
+    // MARK: The source is cancelled first
+
+    @Test(arguments: FutureVariant.allCases)
+    func sourceIsCancelledBeforeTimeoutIsSeen(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let timed = source.future.timeout(after: .milliseconds(10))
+        // Registered after `timeout`: it too has run before the timeout future fails.
+        let handlerRan = AtomicCount()
+        source.onCancel { handlerRan.increment() }
+        let seen = LockedBox<(cancelled: Bool, handlerRan: Int)?>(nil)
+        let callbackRan = Promise<Void>()
+        timed.whenFailure { _ in
+            seen.withLock { $0 = (source.isCancelled, handlerRan.load()) }
+            callbackRan.succeed()
+        }
+        #expect(throws: FutureTimeoutError.self) { try timed.wait() }
+        // A waiter is woken only after the source's cancellation, too.
+        #expect(source.isCancelled)
+        #expect(handlerRan.load() == 1)
+        try callbackRan.future.wait()
+        let observed = try #require(seen.snapshot)
+        #expect(observed.cancelled)
+        #expect(observed.handlerRan == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellationIsForwardedBeforeTimeoutIsSeen(variant: FutureVariant) throws {
+        // The source is itself derived: its own upstream is cancelled before the timeout fails.
+        let root = Promise<Int>(variant: variant)
+        let rootHandlerRan = AtomicCount()
+        root.onCancel { rootHandlerRan.increment() }
+        let timed = root.future.map { $0 + 1 }.timeout(after: .milliseconds(10))
+        let seen = LockedBox<Int?>(nil)
+        let done = Promise<Void>()
+        timed.whenFailure { _ in
+            seen.withLock { $0 = rootHandlerRan.load() }
+            done.succeed()
+        }
+        try done.future.wait()
+        #expect(seen.snapshot == 1)
+        #expect(root.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func boundedAllOverTimeoutsRunsOneOperationAtATime(variant: FutureVariant) throws {
+        let running = RunningCount()
+        let makers: [@Sendable () -> Future<Int>] = (0..<8).map { index in
+            {
+                running.operation(variant: variant).timeout(after: .milliseconds(2)).recover { _ in index }
+            }
+        }
+        let all = Future.all(makers, maxConcurrent: 1)
+        #expect(try all.wait() == Array(0..<8))
+        #expect(running.started == 8)
+        #expect(running.maximum == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func retryOverTimedOutAttemptsRunsOneAttemptAtATime(variant: FutureVariant) throws {
+        let running = RunningCount()
+        let result = Future<Int>.retry(attempts: 8, variant: variant) { _ in
+            running.operation(variant: variant).timeout(after: .milliseconds(2))
+        }
+        #expect(throws: FutureTimeoutError.self) { try result.wait() }
+        #expect(running.started == 8)
+        #expect(running.maximum == 1)
+    }
+
     // MARK: The source completes first
 
     @Test(arguments: FutureVariant.allCases)
@@ -116,7 +184,84 @@ struct TimeTests {
         #expect(throws: CancellationError.self) { try timed.peek()?.get() }
     }
 
+    @Test(arguments: FutureVariant.allCases)
+    func stoppedLongTimersReleaseWhatTheyHoldAtOnce(variant: FutureVariant) throws {
+        // A one-hour timer that is cancelled, or whose source completes, leaves nothing alive
+        // until its deadline: the futures it held are freed when the last reference goes.
+        weak var cancelledSource: Future<Int>?
+        weak var cancelledTimed: Future<Int>?
+        weak var completedSource: Future<Int>?
+        weak var completedTimed: Future<Int>?
+        weak var retried: Future<Int>?
+        do {
+            let source = Promise<Int>(variant: variant)
+            let timed = source.future.timeout(after: .seconds(3600))
+            cancelledSource = source.future
+            cancelledTimed = timed
+            timed.cancel()
+
+            let other = Promise<Int>(variant: variant)
+            let otherTimed = other.future.timeout(after: .seconds(3600))
+            completedSource = other.future
+            completedTimed = otherTimed
+            other.succeed(1)
+
+            let retry = Future<Int>.retry(attempts: 2, delay: .seconds(3600), variant: variant) { _ in
+                .failed(CancellationError(), variant: variant)
+            }
+            retried = retry
+            retry.cancel()
+        }
+        #expect(cancelledSource == nil)
+        #expect(cancelledTimed == nil)
+        #expect(completedSource == nil)
+        #expect(completedTimed == nil)
+        #expect(retried == nil)
+    }
+
     // MARK: Races
+
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutsRaceCancellationsOfTheTimedFuture(variant: FutureVariant) async throws {
+        // Deadlines racing `cancel()` of the timeout futures from another thread: each completes
+        // once, with FutureTimeoutError (and then its source was cancelled before) or with
+        // CancellationError; every source ends cancelled either way.
+        let count = max(50, Stress.rounds / 4)
+        let sources = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        let timed = sources.enumerated().map { i, source in
+            source.future.timeout(after: .microseconds(20 * (i % 50)))
+        }
+        let callbackRuns = (0..<count).map { _ in AtomicCount() }
+        let sourceCancelledAtCallback = LockedBox<[Int: Bool]>([:])
+        for (i, future) in timed.enumerated() {
+            future.whenFailure { error in
+                callbackRuns[i].increment()
+                if error is FutureTimeoutError {
+                    sourceCancelledAtCallback.withLock { $0[i] = sources[i].isCancelled }
+                }
+            }
+        }
+        DispatchQueue.global().async {
+            for future in timed { future.cancel() }
+        }
+        for (i, future) in timed.enumerated() {
+            do {
+                _ = try await future.value
+                Issue.record("timeout \(i) completed with a value")
+            } catch is FutureTimeoutError {
+                #expect(sources[i].isCancelled)
+            } catch {
+                #expect(error is CancellationError)
+            }
+            await #expect(throws: CancellationError.self) { try await sources[i].future.value }
+        }
+        // Callbacks run once (each may still be running on another thread: wait for all).
+        for runs in callbackRuns {
+            while runs.load() == 0 { await Task.yield() }
+        }
+        #expect(callbackRuns.allSatisfy { $0.load() == 1 })
+        #expect(sourceCancelledAtCallback.snapshot.values.allSatisfy { $0 })
+    }
 
     @Test(arguments: FutureVariant.allCases)
     func timeoutsRaceCompletions(variant: FutureVariant) async throws {
@@ -145,4 +290,24 @@ struct TimeTests {
         // Zero durations (every 40th) always time out: the sources were pending then.
         #expect(timedOut >= (0..<timeoutRaceCount).count { $0 % 40 == 0 })
     }
+}
+
+/// Counts operations in flight (started, not yet cancelled) and the most at any time.
+private final class RunningCount: Sendable {
+    private let state = LockedBox((started: 0, running: 0, maximum: 0))
+
+    /// Starts an operation that never completes by itself; its cancellation ends it.
+    func operation(variant: FutureVariant) -> Future<Int> {
+        state.withLock {
+            $0.started += 1
+            $0.running += 1
+            $0.maximum = max($0.maximum, $0.running)
+        }
+        let promise = Promise<Int>(variant: variant)
+        promise.onCancel { [state] in state.withLock { $0.running -= 1 } }
+        return promise.future
+    }
+
+    var started: Int { state.snapshot.started }
+    var maximum: Int { state.snapshot.maximum }
 }
