@@ -34,7 +34,7 @@ extension Future {
         variant: FutureVariant = .lockFree,
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
-        precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
+        if attempts < 1 { fatalError("FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)") }
         let result = Future(_variant: variant, result: nil)
         _RetryDriver(
             result: result, attempts: attempts, delay: delay, backoff: .constant, shouldRetry: nil, make: make
@@ -79,7 +79,7 @@ extension Future {
         while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
-        precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
+        if attempts < 1 { fatalError("FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)") }
         let result = Future(_variant: variant, result: nil)
         _RetryDriver(
             result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry, make: make

@@ -47,14 +47,13 @@ public struct RetryBackoff: Sendable, Hashable {
     /// - Returns: The backoff.
     /// - Note: Traps if `multiplier` is not finite or less than 1, or `maxDelay` is negative.
     public static func exponential(multiplier: Double = 2, maxDelay: Duration? = nil) -> RetryBackoff {
-        precondition(
-            multiplier.isFinite && multiplier >= 1,
-            "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got \(multiplier)"
-        )
-        precondition(
-            maxDelay.map { $0 >= .zero } ?? true,
-            "FastFuture: RetryBackoff.exponential(maxDelay:) must not be negative"
-        )
+        if !(multiplier.isFinite && multiplier >= 1) {
+            fatalError(
+                "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got \(multiplier)")
+        }
+        if let maxDelay, maxDelay < .zero {
+            fatalError("FastFuture: RetryBackoff.exponential(maxDelay:) needs maxDelay >= 0, got \(maxDelay)")
+        }
         return RetryBackoff(_kind: .exponential(multiplier: multiplier, maxDelay: maxDelay))
     }
 

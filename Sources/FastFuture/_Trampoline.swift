@@ -82,7 +82,7 @@ internal final class _Trampoline {
                 if let raw { Unmanaged<_Trampoline>.fromOpaque(raw).release() }
             #endif
         }
-        precondition(rc == 0, "FastFuture: pthread_key_create failed (\(rc))")
+        if rc != 0 { fatalError("FastFuture: pthread_key_create failed (\(rc))") }
         return key
     }
 
@@ -117,7 +117,7 @@ internal final class _Trampoline {
         let trampoline = _Trampoline()
         let raw = Unmanaged.passRetained(trampoline).toOpaque()
         let rc = pthread_setspecific(key, raw)
-        precondition(rc == 0, "FastFuture: pthread_setspecific failed (\(rc))")
+        if rc != 0 { fatalError("FastFuture: pthread_setspecific failed (\(rc))") }
         ff_trampoline_store(raw)
         return trampoline
     }
