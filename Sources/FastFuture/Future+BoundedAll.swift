@@ -70,8 +70,9 @@ extension Future {
 ///
 /// Nothing runs user code under the lock: makers and futures are called outside it, and what
 /// the lock lets go of (a maker, a future, a value: their deinits are user code) is moved out
-/// under it and released after it. Every critical section is O(1), but `finish`'s move of the
-/// gathered state, which is O(1) too (moves, no copies, no sort).
+/// under it and released after it. Every critical section is O(1) (amortized, for the
+/// in-flight dictionary; `finish` moves the state out, no copy, no sort), except the one that
+/// records the last success and builds the output array: O(n) once, no user code.
 ///
 /// Failure: an input that fails finishes the driver, cancels the inputs in flight, and fails
 /// the result only once its thread has run what those cancellations queued (it reports from

@@ -332,7 +332,7 @@ struct BoundedAllTests {
         arguments: FutureVariant.allCases)
     func atMostOneMakerAfterCancelReturns(variant: FutureVariant) {
         let count = 64
-        for round in 0..<max(1, Stress.rounds / 4) {
+        for round in 0..<max(1, Stress.rounds / 20) {
             let made = LockedBox<[Promise<Int>]>([])
             let makers: [@Sendable () -> Future<Int>] = (0..<count).map { _ in
                 {

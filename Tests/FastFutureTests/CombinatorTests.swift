@@ -248,7 +248,7 @@ extension CombinatorTests {
         "first/race cancelled while an input decides it: cancel() returns with every input complete",
         arguments: FutureVariant.allCases)
     func cancelRacingTheDecision(variant: FutureVariant) {
-        let rounds = max(1, Stress.rounds / 4)
+        let rounds = max(1, Stress.rounds / 20)
         for round in 0..<rounds {
             let promises = Self.promises(8, variant)
             let combined = round % 2 == 0 ? Future.race(promises.map(\.future)) : Future.first(promises.map(\.future))
