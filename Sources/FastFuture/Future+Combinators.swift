@@ -47,8 +47,14 @@ extension Future {
     ///
     /// - Parameter futures: The inputs.
     /// - Returns: A future of the first success (by time); once one succeeds, the other inputs
-    ///   are cancelled. If every input fails it fails with ``AllFailedError`` holding the errors in
-    ///   input order; for no inputs, with `AllFailedError(errors: [])`.
+    ///   are cancelled *first*: every other input is complete, and the `onCancel` handlers and
+    ///   forwarded cancellations this triggers on the succeeding input's thread have run, before
+    ///   this future's waiters and callbacks see the value - so work chained after `first`
+    ///   never overlaps the inputs that lost. If every input fails it fails with
+    ///   ``AllFailedError`` holding the errors in input order; for no inputs, with
+    ///   `AllFailedError(errors: [])`.
+    /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
+    ///   own time; everything the cancellations run on the deciding thread comes first.
     @inlinable
     public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
@@ -62,8 +68,14 @@ extension Future {
     /// Returns a future of the first input to complete, successfully or not.
     ///
     /// - Parameter futures: The inputs.
-    /// - Returns: A future that completes like the first input to complete; the other inputs are
-    ///   then cancelled. For no inputs it fails with `AllFailedError(errors: [])`.
+    /// - Returns: A future that completes like the first input to complete. The other inputs
+    ///   are cancelled *first*: every other input is complete, and the `onCancel` handlers and
+    ///   forwarded cancellations this triggers on the first input's completing thread have run,
+    ///   before this future's waiters and callbacks see the result - so work chained after
+    ///   `race` never overlaps the inputs that lost. For no inputs it fails with
+    ///   `AllFailedError(errors: [])`.
+    /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
+    ///   own time; everything the cancellations run on the deciding thread comes first.
     @inlinable
     public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes

@@ -173,7 +173,7 @@ extension Future {
         _ shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
-        precondition(attempts >= 1, "FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)")
+        if attempts < 1 { fatalError("FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)") }
         let result = Future(_variant: variant, result: nil)
         _RetryDriver(
             result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry,

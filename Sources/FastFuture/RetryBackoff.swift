@@ -49,10 +49,10 @@ public struct RetryBackoff: Sendable, Hashable {
     /// - Note: Traps if `multiplier` is not finite or less than 1 (it would make waits that are
     ///   not durations).
     public static func exponential(multiplier: Double = 2, maxDelay: Duration? = nil) -> RetryBackoff {
-        precondition(
-            multiplier.isFinite && multiplier >= 1,
-            "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got \(multiplier)"
-        )
+        if !(multiplier.isFinite && multiplier >= 1) {
+            fatalError(
+                "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got \(multiplier)")
+        }
         return RetryBackoff(_kind: .exponential(multiplier: multiplier, maxDelay: maxDelay))
     }
 

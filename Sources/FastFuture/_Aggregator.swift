@@ -70,26 +70,45 @@ internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
 /// `first` when every input failed), the input whose result decided the combinator early (a
 /// failure for `all`, the first success for `first`, the first result for `race`), or a
 /// cancellation of the derived future forwarded here - reads what it needs, cancels the other
-/// inputs if its rule says so, and releases the inputs at once. So a combinator that has
-/// completed holds no input and none of their values, even while some inputs are still
-/// pending (their nodes keep only this small object, and the derived future with its own
-/// result, until they complete).
+/// inputs if its rule says so, and releases the inputs. So a combinator that has completed
+/// holds no input and none of their values, even while some inputs are still pending (their
+/// nodes keep only this small object, and the derived future with its own result, until they
+/// complete).
 ///
+///     _taken:  0 (`untaken`)  the buffer is here
+///              1 (`released`) taken; its holder releases the buffer
+///              2 (`decided`)  taken by the input that decided `first`/`race`; the buffer stays,
+///                             read-only, until deinit (every other input is cancelled, so
+///                             nothing is pending and this object goes soon)
+///
+/// - Losers first: the decider of `first`/`race` takes the token *before* it completes the
+///   derived future, cancels every other input, and completes the derived future only once
+///   its thread has run what those cancellations queued (`_Trampoline.runWhenIdle`): the
+///   losers' `onCancel` handlers and forwarded cancellations. A cancellation of the derived
+///   future that comes meanwhile (and wins it) finds the token `decided`, and cancels the
+///   inputs itself before it returns - they are already cancelled, or being cancelled by the
+///   decider - so a top-level `cancel()` still returns with every input cancelled.
 /// - Who may take the token is decided by the mode: the final countdown happens only if no
 ///   early decision did (`all` fails without counting down; `first` succeeds without counting
 ///   down), and a forwarded cancellation comes only from a cancel that won the derived future's
-///   claim, which an early decider did not. The final countdown and a forwarded cancellation
-///   may race: the exchange decides, and either is correct (the loser has nothing left to do).
+///   claim, which an early decider of `all` did not. The final countdown and a forwarded
+///   cancellation may race: the compare-exchange decides, and either is correct (the loser has
+///   nothing left to do).
 /// - Ordering: every input reports after its own result was published; the decrements of
 ///   `remaining` are read-modify-writes of one word, an acq_rel chain, so the last decrementer
 ///   sees every input complete (it reads them through `peek()`'s acquire anyway). For
 ///   `.locked`, the derived future's mutex orders both words.
 ///
-/// - Note: `@unchecked Sendable`: the inputs buffer is read and deinitialized only by the
-///   token's single holder, after the acquire-exchange that took it; `derived` is immutable;
-///   the words are accessed only through the shim.
+/// - Note: `@unchecked Sendable`: the inputs buffer is deinitialized only by the token's
+///   single holder, after the acquire compare-exchange that took it, or by deinit; it is read
+///   by that holder, or (`decided`: never deinitialized before deinit) by a forwarded
+///   cancellation that holds this object; `winner` is written by the decider before it hands
+///   this object to its own thread's trampoline, which alone reads it; `derived` is
+///   immutable; the words are accessed only through the shim.
 @usableFromInline
-internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, @unchecked Sendable {
+internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, _IdleWork,
+    @unchecked Sendable
+{
     @usableFromInline
     enum Mode: Sendable {
         /// `all`: fail with the first failure; succeed when every input has.
@@ -104,8 +123,10 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
 
     // ORDER MATTERS: the two words must be the first stored properties (see `Future._words`).
     @usableFromInline var _remaining: ff_atomic_word
-    /// 0 while the inputs buffer is here; 1 once a thread took it (see the type's comment).
+    /// `untaken`, `released` or `decided` (see the type's comment).
     @usableFromInline var _taken: ff_atomic_word
+    /// The input that decided `first`/`race` (see `_runWhenIdle`).
+    @usableFromInline var winner = -1
     /// The inputs (+1 each), until the token's holder releases them and frees the buffer.
     @usableFromInline let inputs: UnsafeMutablePointer<Future<Input>>
     @usableFromInline let count: Int
@@ -131,8 +152,14 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         derived = Future(_variant: inputs.first?.variant ?? .lockFree, result: nil)
     }
 
+    /// Values of `_taken`.
+    @usableFromInline static var untaken: UInt { 0 }
+    @usableFromInline static var released: UInt { 1 }
+    @usableFromInline static var decided: UInt { 2 }
+
     deinit {
-        if ff_atomic_word_load_relaxed(taken) == 0 {  // never finished: nobody else can touch it now
+        // Never finished, or decided (the buffer stays until now): nobody else can touch it now.
+        if ff_atomic_word_load_relaxed(taken) != Self.released {
             releaseInputs()
         }
     }
@@ -183,20 +210,23 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         return ff_atomic_word_fetch_sub_acq_rel(remaining, 1) == 1
     }
 
-    /// Takes the inputs buffer (the token): `true` for exactly one caller, which must then call
-    /// `releaseInputs()` once done with them.
+    /// Takes the inputs buffer (the token), leaving `_taken` at `newValue` (`released`: the
+    /// caller must call `releaseInputs()` once done with them; `decided`: deinit will). Returns
+    /// the value it found: `untaken` for exactly one caller.
     @inlinable
-    func takeInputs() -> Bool {
+    func takeInputs(_ newValue: UInt = released) -> UInt {
         if let mutex = derived._core.mutex {
             mutex.lock()
             defer { mutex.unlock() }
-            let wasTaken = ff_atomic_word_load_relaxed(taken)
-            ff_atomic_word_store_relaxed(taken, 1)
-            return wasTaken == 0
+            let found = ff_atomic_word_load_relaxed(taken)
+            if found == Self.untaken { ff_atomic_word_store_relaxed(taken, newValue) }
+            return found
         }
         // acquire: pairs with nothing but the buffer's initialization, published to every
         // thread by the registrations that reached it; relaxed would do, acquire is free here.
-        return ff_atomic_word_exchange_acquire(taken, 1) == 0
+        var found = Self.untaken
+        _ = ff_atomic_word_cmpxchg_strong_acquire_acquire(taken, &found, newValue)
+        return found
     }
 
     @usableFromInline
@@ -209,15 +239,20 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     func _input(_ index: Int, _ result: Result<Input, any Error>) {
         switch (mode, result) {
         case (.all, .failure(let error)):
-            if case .won = derived._complete(.failure(error)), takeInputs() {
+            if case .won = derived._complete(.failure(error)), takeInputs() == Self.untaken {
                 releaseInputs()  // the other inputs are left alone
             }
         case (.race, _), (.first, .success):
-            if case .won = derived._complete(result.map { $0 as! Output }), takeInputs() {
-                cancelAndReleaseInputs(except: index)
+            // Losers first (see the type's comment): cancel them, then complete the derived
+            // future once this thread has run their handlers and forwarded cancellations.
+            guard takeInputs(Self.decided) == Self.untaken else { return }
+            winner = index
+            for other in 0..<count where other != index {
+                inputs[other].cancel()
             }
+            _Trampoline.runWhenIdle(self)
         case (.all, .success), (.allSettled, _), (.first, .failure):
-            guard countDown(), takeInputs() else { return }
+            guard countDown(), takeInputs() == Self.untaken else { return }
             let buffer = UnsafeBufferPointer(start: inputs, count: count)
             let output: Result<Output, any Error>
             if mode == .first {
@@ -240,9 +275,24 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         releaseInputs()
     }
 
+    /// Completes the derived future like the input that decided `first`/`race`, once the
+    /// losers' cancellations have run (see the type's comment).
+    @usableFromInline
+    func _runWhenIdle() {
+        derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
+    }
+
     @usableFromInline
     func _cancelFromDownstream() {
-        if takeInputs() { cancelAndReleaseInputs(except: -1) }
+        switch takeInputs() {
+        case Self.untaken:
+            cancelAndReleaseInputs(except: -1)
+        case Self.decided:
+            // The decider is cancelling them (or has): make sure they are before returning.
+            for index in 0..<count { inputs[index].cancel() }
+        default:
+            return
+        }
     }
 }
 

@@ -23,7 +23,7 @@ internal final class _DriverLock: @unchecked Sendable {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let rc = pthread_mutex_init(mutex, nil)
-        precondition(rc == 0, "FastFuture: pthread_mutex_init failed (\(rc))")
+        if rc != 0 { fatalError("FastFuture: pthread_mutex_init failed (\(rc))") }
     }
 
     deinit {

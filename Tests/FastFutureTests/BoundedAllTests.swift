@@ -222,14 +222,155 @@ struct BoundedAllTests {
         #expect(inFlight.snapshot.most <= limit)
     }
 
-    @Test("maxConcurrent < 1 traps with a message naming it", arguments: [0, -1])
+    @Test("maxConcurrent < 1 traps with a message naming the call and the value", arguments: [0, -1])
     func maxConcurrentBelowOneTraps(limit: Int) async {
         let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             [limit = limit as Int] in
             _ = Future<Int>.all([{ .succeeded(1) }], maxConcurrent: limit)
         }
         let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(stderr.contains("maxConcurrent >= 1"), "\(stderr)")
+        #expect(stderr.contains("Future.all(_:maxConcurrent:) needs maxConcurrent >= 1, got \(limit)"), "\(stderr)")
+    }
+
+    // MARK: Makers released, losers first, no maker after cancel
+
+    @Test(
+        "Each maker (and what it captured) is released as soon as it has been called",
+        arguments: FutureVariant.allCases)
+    func makersAreReleasedOnceCalled(variant: FutureVariant) throws {
+        let promises = (0..<4).map { _ in Promise<Int>(variant: variant) }
+        // Made in a scope of their own: afterwards only the driver holds the makers.
+        let (all, captured) = { () -> (Future<[Int]>, [WeakRef]) in
+            let sentinels = (0..<4).map { Sentinel($0) }
+            let makers: [@Sendable () -> Future<Int>] = (0..<4).map { index in
+                { [sentinel = sentinels[index]] in
+                    sentinel.touch()
+                    return promises[index].future
+                }
+            }
+            return (Future.all(makers, maxConcurrent: 2), sentinels.map { WeakRef($0) })
+        }()
+        // Makers 0 and 1 were called; 2 and 3 wait for a slot.
+        #expect(captured.map { $0.object == nil } == [true, true, false, false])
+        promises[0].succeed(0)
+        #expect(captured.map { $0.object == nil } == [true, true, true, false])
+        promises[1].succeed(1)
+        #expect(captured.allSatisfy { $0.object == nil })
+        #expect(!all.isComplete)
+        promises[2].succeed(2)
+        promises[3].succeed(3)
+        #expect(try all.peek()?.get() == [0, 1, 2, 3])
+    }
+
+    /// Inputs in flight, each with an `onCancel` handler; `mapped`: the input is a `map` of the
+    /// promise, so the handler runs only once the cancellation has been forwarded.
+    @Test(
+        "A failure cancels the inputs in flight (handlers run, cancellation forwarded) before it is delivered",
+        arguments: FutureVariant.allCases, [false, true])
+    func failureCancelsTheInputsInFlightFirst(variant: FutureVariant, mapped: Bool) throws {
+        let promises = (0..<4).map { _ in Promise<Int>(variant: variant) }
+        let handled = LockedBox<Set<Int>>([])
+        for (index, promise) in promises.enumerated() { promise.onCancel { handled.withLock { _ = $0.insert(index) } } }
+        let makers: [@Sendable () -> Future<Int>] = promises.map { promise in
+            { mapped ? promise.future.map { $0 } : promise.future }
+        }
+        let all = Future.all(makers, maxConcurrent: 3)
+        let seenInCallback = LockedBox<(cancelled: [Bool], handled: Set<Int>)?>(nil)
+        all.whenFailure { _ in
+            seenInCallback.withLock { $0 = (promises.map(\.isCancelled), handled.snapshot) }
+        }
+        // Delivered from inside another callback too: the same order.
+        let trigger = Promise<Void>(variant: variant)
+        trigger.future.whenComplete { _ in promises[1].fail(TestFailure(1)) }
+        trigger.succeed(())
+        #expect(all.peek()?.failureValue as? TestFailure == TestFailure(1))
+        let seen = try #require(seenInCallback.snapshot)
+        #expect(seen.cancelled == [true, false, true, false], "inputs in flight cancelled when the failure arrives")
+        #expect(seen.handled == [0, 2], "their onCancel handlers ran before the failure's callbacks")
+    }
+
+    /// Live operations: made by a maker, dead once failed or cancelled (their `onCancel`).
+    @Test(
+        "retry over a bounded all whose inputs fail never runs more than maxConcurrent operations",
+        arguments: FutureVariant.allCases)
+    func failingInputsKeepTheBound(variant: FutureVariant) throws {
+        let limit = 2
+        let live = LockedBox((now: 0, most: 0))
+        let made = LockedBox<[Promise<Int>]>([])
+        let result = Future<[Int]>.retry(attempts: 4, variant: variant) { _ in
+            let makers: [@Sendable () -> Future<Int>] = (0..<5).map { _ in
+                {
+                    let op = Promise<Int>(variant: variant)
+                    op.onCancel { live.withLock { $0.now -= 1 } }
+                    live.withLock {
+                        $0.now += 1
+                        $0.most = max($0.most, $0.now)
+                    }
+                    made.append(op)
+                    return op.future.map { $0 }
+                }
+            }
+            return Future.all(makers, maxConcurrent: limit)
+        }
+        // Every attempt: the newest operation fails; the other one in flight is cancelled.
+        for _ in 0..<4 {
+            let op = try #require(made.snapshot.last)
+            live.withLock { $0.now -= 1 }
+            op.fail(TestFailure(0))
+        }
+        #expect(result.peek()?.failureValue as? TestFailure == TestFailure(0))
+        #expect(made.snapshot.count == 8)
+        #expect(live.snapshot.now == 0)
+        #expect(live.snapshot.most <= limit, "a new attempt started before the old operations were cancelled")
+    }
+
+    /// A cancel() on one thread while another thread completes inputs (and so calls makers):
+    /// at most one maker - the one that thread was already starting - is called after
+    /// cancel() returns, and its future is cancelled at once.
+    @Test(
+        "After cancel() returns, at most one maker (already being started) is called, and its future is cancelled",
+        arguments: FutureVariant.allCases)
+    func atMostOneMakerAfterCancelReturns(variant: FutureVariant) {
+        let count = 64
+        for round in 0..<max(1, Stress.rounds / 20) {
+            let made = LockedBox<[Promise<Int>]>([])
+            let makers: [@Sendable () -> Future<Int>] = (0..<count).map { _ in
+                {
+                    let promise = Promise<Int>(variant: variant)
+                    made.append(promise)
+                    return promise.future
+                }
+            }
+            let all = Future.all(makers, maxConcurrent: 1)
+            let line = StartingLine(parties: 2)
+            let madeWhenCancelReturned = LockedBox(0)
+            TestThreads.run(2) { thread in
+                line.wait()
+                if thread == 0 {
+                    // Completes every input as soon as it is made: each completion calls the next maker.
+                    var index = 0
+                    while index < count {
+                        guard let promise = made.withLock({ index < $0.count ? $0[index] : nil }) else {
+                            if all.isComplete { break }
+                            TestThreads.yield()
+                            continue
+                        }
+                        promise.tryComplete(.success(index))
+                        index += 1
+                    }
+                } else {
+                    for _ in 0..<(round % 16) * 8 { TestThreads.yield() }
+                    all.cancel()
+                    madeWhenCancelReturned.withLock { $0 = made.snapshot.count }
+                }
+            }
+            // Both threads are done: the completer is no longer calling makers.
+            let extra = made.snapshot.count - madeWhenCancelReturned.snapshot
+            #expect(extra <= 1, "\(extra) makers called after cancel() returned")
+            #expect(made.snapshot.allSatisfy { $0.future.isComplete }, "a future made after the cancel is left running")
+            if all.isComplete, case .success = all.peek()! { continue }
+            #expect(all.peek()?.failureValue is CancellationError)
+        }
     }
     /// What the driver gathered is released after it leaves its lock: a value whose deinit calls
     /// back into the combinator (here: cancels its result) must not deadlock on that lock.

@@ -1,4 +1,6 @@
+import Dispatch
 import FastFuture
+import Foundation
 import Testing
 
 /// all / allSettled / first / race / reduce (API.md, "Combinators").
@@ -180,6 +182,90 @@ struct CombinatorTests {
             // Cancelling the combinator cancels the very futures it listens to.
             #expect(made.snapshot.allSatisfy { $0.isCancelled }, "\(combinator)")
             #expect(future.isComplete, "\(combinator)")
+        }
+    }
+}
+
+extension CombinatorTests {
+    // MARK: first/race cancel the losers before anyone sees the result
+
+    /// How the winner completes: at top level, inside another callback, or on another thread
+    /// while this one waits.
+    enum Completer: CaseIterable, Sendable {
+        case topLevel, insideACallback, otherThread
+    }
+
+    /// `race` or `first` over four inputs, each with an `onCancel` handler; `mapped`: the inputs
+    /// are `map`s of the promises, so a handler runs only once the cancellation was forwarded.
+    /// Input 1 wins; a callback on the combinator, and a thread waiting on it, must find every
+    /// other input cancelled and its handler run.
+    @Test(
+        "first/race: the losers are cancelled (handlers run, cancellation forwarded) before the result is seen",
+        arguments: FutureVariant.allCases, Completer.allCases)
+    func losersAreCancelledBeforeTheResultIsSeen(variant: FutureVariant, completer: Completer) throws {
+        for (combinator, mapped) in [("race", false), ("race", true), ("first", false), ("first", true)] {
+            let promises = Self.promises(4, variant)
+            let handled = LockedBox<Set<Int>>([])
+            for (index, promise) in promises.enumerated() {
+                promise.onCancel { handled.withLock { _ = $0.insert(index) } }
+            }
+            let inputs = promises.map { mapped ? $0.future.map { $0 } : $0.future }
+            let combined = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
+            let seen = LockedBox<[(cancelled: [Bool], handled: Set<Int>)]>([])
+            let look = { @Sendable in seen.append((promises.map(\.isCancelled), handled.snapshot)) }
+            combined.whenComplete { _ in look() }
+            let trigger = Promise<Void>(variant: variant)
+            let waiterDone = DispatchGroup()
+            waiterDone.enter()
+            Thread {
+                _ = try? combined.wait()
+                look()
+                waiterDone.leave()
+            }.start()
+            switch completer {
+            case .topLevel:
+                promises[1].succeed(1)
+            case .insideACallback:
+                trigger.future.whenComplete { _ in promises[1].succeed(1) }
+                trigger.succeed(())
+            case .otherThread:
+                TestThreads.run(1) { _ in promises[1].succeed(1) }
+            }
+            waiterDone.wait()
+            #expect(try combined.peek()?.get() == 1)
+            let what = "\(combinator)\(mapped ? " of maps" : ""), completed \(completer)"
+            #expect(seen.snapshot.count == 2, "\(what)")
+            for (cancelled, handled) in seen.snapshot {
+                #expect(cancelled == [true, false, true, true], "\(what): losers not cancelled yet")
+                #expect(handled == [0, 2, 3], "\(what): losers' onCancel handlers not run yet")
+            }
+        }
+    }
+
+    /// A cancel() of the combinator that races with the input deciding it: when cancel()
+    /// returns, the combinator is complete and every input is cancelled or complete.
+    @Test(
+        "first/race cancelled while an input decides it: cancel() returns with every input complete",
+        arguments: FutureVariant.allCases)
+    func cancelRacingTheDecision(variant: FutureVariant) {
+        let rounds = max(1, Stress.rounds / 20)
+        for round in 0..<rounds {
+            let promises = Self.promises(8, variant)
+            let combined = round % 2 == 0 ? Future.race(promises.map(\.future)) : Future.first(promises.map(\.future))
+            let line = StartingLine(parties: 2)
+            let failures = LockedCounter()
+            TestThreads.run(2) { thread in
+                line.wait()
+                if thread == 0 {
+                    promises[round % 8].succeed(round)
+                } else {
+                    combined.cancel()
+                    if !promises.allSatisfy({ $0.future.isComplete }) { failures.increment() }
+                }
+            }
+            #expect(failures.value == 0, "cancel() returned with an input still pending")
+            #expect(combined.isComplete)
+            #expect(promises.allSatisfy { $0.future.isComplete })
         }
     }
 }

@@ -61,6 +61,59 @@ import Testing
         (Promise(variant: isLocked ? .locked : .lockFree), #line)
     }
 
+    /// A programmer error: a call with a bad argument, and what its trap must say.
+    enum BadCall: CaseIterable, Codable, Sendable, CustomStringConvertible {
+        case retryZeroAttempts, retryNegativeAttempts, retryWithBackoffZeroAttempts
+        case boundedAllZero, boundedAllNegative
+        case backoffNaN, backoffBelowOne, backoffInfinite
+
+        /// Makes the call (it must trap).
+        func make() {
+            switch self {
+            case .retryZeroAttempts: _ = Future<Int>.retry(attempts: 0) { _ in .succeeded(1) }
+            case .retryNegativeAttempts: _ = Future<Int>.retry(attempts: -3) { _ in .succeeded(1) }
+            case .retryWithBackoffZeroAttempts:
+                _ = Future<Int>.retry(attempts: 0, backoff: .exponential(), while: { _ in true }) { _ in .succeeded(1) }
+            case .boundedAllZero: _ = Future<Int>.all([{ .succeeded(1) }], maxConcurrent: 0)
+            case .boundedAllNegative: _ = Future<Int>.all([{ .succeeded(1) }], maxConcurrent: -2)
+            case .backoffNaN: _ = RetryBackoff.exponential(multiplier: .nan)
+            case .backoffBelowOne: _ = RetryBackoff.exponential(multiplier: 0.5)
+            case .backoffInfinite: _ = RetryBackoff.exponential(multiplier: .infinity)
+            }
+        }
+
+        /// What the trap's message must contain: the call and the bad value.
+        var message: String {
+            switch self {
+            case .retryZeroAttempts, .retryWithBackoffZeroAttempts:
+                "FastFuture: Future.retry(attempts:) needs attempts >= 1, got 0"
+            case .retryNegativeAttempts: "FastFuture: Future.retry(attempts:) needs attempts >= 1, got -3"
+            case .boundedAllZero: "FastFuture: Future.all(_:maxConcurrent:) needs maxConcurrent >= 1, got 0"
+            case .boundedAllNegative: "FastFuture: Future.all(_:maxConcurrent:) needs maxConcurrent >= 1, got -2"
+            case .backoffNaN:
+                "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got nan"
+            case .backoffBelowOne:
+                "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got 0.5"
+            case .backoffInfinite:
+                "FastFuture: RetryBackoff.exponential(multiplier:) needs a finite multiplier >= 1, got inf"
+            }
+        }
+
+        var description: String { message }
+    }
+
+    /// `scripts/test` runs this suite in a release build too (`-O` drops `precondition`'s
+    /// message: there, only a trap made with `fatalError` keeps it).
+    @Test("Every programmer error traps with a message naming the call and the bad value", arguments: BadCall.allCases)
+    func programmerErrorsNameTheCallAndTheValue(call: BadCall) async {
+        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            [call = call as BadCall] in
+            call.make()
+        }
+        let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains(call.message), "\(stderr)")
+    }
+
     @Test(
         "No trap: tryComplete after completion, completions after cancel(), a dropped promise",
         arguments: FutureVariant.allCases)
