@@ -77,18 +77,18 @@ extension Future {
 /// keeps 100k cancels cache-friendly (walked in a dictionary's hash order, they took 5x as
 /// long).
 ///
-/// Failure: an input that fails finishes the driver, cancels the inputs in flight, and fails
-/// the result only once its thread has run what those cancellations queued (it reports from
-/// inside the input's callback, where `cancel()` queues handlers; see
-/// `_Trampoline.runWhenIdle`). A `cancel()` of the result that comes meanwhile finds the
-/// inputs in `cancelling` and cancels them too before it returns.
+/// Failure: an input that fails finishes the driver, cancels the inputs in flight, then fails
+/// the result (it reports from inside the input's callback, where `cancel()` publishes at once
+/// and queues the handlers, ahead of the result's own `.inline` callbacks). A `cancel()` of
+/// the result that comes meanwhile finds the inputs in `cancelling` and cancels them too
+/// before it returns.
 ///
 /// Cancellation: the result's promise has an `onCancel` handler that calls ``cancel()``; the
 /// makers also check the result itself, which a `cancel()` completes before its handler runs.
 ///
 /// - Note: `@unchecked Sendable`: every `var` is read and written only inside
 ///   `lock.withLock`; the `let`s are immutable and `Sendable`.
-internal final class _BoundedAllDriver<Value: Sendable>: _IdleWork, @unchecked Sendable {
+internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
     typealias Maker = @Sendable () -> Future<Value>
 
     private let lock = _DriverLock()
@@ -239,13 +239,13 @@ internal final class _BoundedAllDriver<Value: Sendable>: _IdleWork, @unchecked S
                 return done
             }
             _ = cancelled
-            _Trampoline.runWhenIdle(self)
+            _deliver()
         }
     }
 
     /// Fails the result with the failure that finished the driver (see "Failure"), then
     /// releases what the driver held.
-    func _runWhenIdle() {
+    func _deliver() {
         let failing = lock.withLock { () -> (error: any Error, held: Leftovers)? in
             defer { self.failing = nil }
             return self.failing

@@ -58,7 +58,7 @@ extension Future {
     ///   - make: Starts attempt number `attempt` (1-based) and returns its future.
     /// - Returns: As ``retry(attempts:delay:variant:_:)``.
     /// - Note: Traps if `attempts < 1`. An attempt after a wait runs where the clock's timer
-    ///   fires: on a FastFuture timer thread (`ContinuousClock`), inside the clock's callback
+    ///   fires: on a FastFuture timer thread (`ContinuousClock`, `SuspendingClock`), inside the clock's callback
     ///   (a ``CallbackSchedulingClock``: a manual clock's `advance`), or on Swift's global
     ///   concurrent executor (any other clock).
     public static func retry(
@@ -154,13 +154,13 @@ extension Future {
             shouldRetry, make)
     }
 
-    /// The timer maker of a retry on `clock`: `nil` for `ContinuousClock` (FastFuture's timer
+    /// The timer maker of a retry on `clock`: `nil` for `ContinuousClock` and `SuspendingClock` (FastFuture's timer
     /// threads, exactly as without a clock).
     private static func _timerMaker<C: Clock>(
         _ clock: C
     ) -> (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
     where C.Duration == Duration {
-        if clock is ContinuousClock { return nil }
+        if clock is ContinuousClock || clock is SuspendingClock { return nil }
         return { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
     }
 

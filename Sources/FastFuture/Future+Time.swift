@@ -48,17 +48,17 @@ extension Future {
     /// - Parameters:
     ///   - duration: How long to wait, in `clock`'s time. Zero or negative: times out at once
     ///     (as ``timeout(after:)``); 146 years or more: never.
-    ///   - clock: The clock. `ContinuousClock` uses FastFuture's timer threads, exactly as
+    ///   - clock: The clock. `ContinuousClock` and `SuspendingClock` use FastFuture's timer threads, exactly as
     ///     ``timeout(after:)``; a ``CallbackSchedulingClock`` (such as FastFutureTesting's
     ///     `ManualClock`) runs the timer itself - a manual clock inside its `advance`; any
     ///     other clock is slept on by a `Task`, cancelled with the timer.
     /// - Returns: A future with this future's variant. Cancelling it cancels this future.
     /// - Note: When time runs out, the `.inline` callbacks run where the clock's timer fires:
-    ///   on a FastFuture timer thread (`ContinuousClock`), inside the clock's callback (a
+    ///   on a FastFuture timer thread (`ContinuousClock`, `SuspendingClock`), inside the clock's callback (a
     ///   ``CallbackSchedulingClock``), or on Swift's global concurrent executor (any other
     ///   clock). See <doc:Time>.
     public func timeout(after duration: Duration, clock: some Clock<Duration>) -> Future<Value> {
-        if clock is ContinuousClock { return timeout(after: duration) }
+        if clock is ContinuousClock || clock is SuspendingClock { return timeout(after: duration) }
         return _timeout(after: duration) { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
     }
 
@@ -169,7 +169,9 @@ extension Future {
     public static func succeeded(
         _ value: Value, after delay: Duration, clock: some Clock<Duration>, variant: FutureVariant = .lockFree
     ) -> Future<Value> {
-        if clock is ContinuousClock { return succeeded(value, after: delay, variant: variant) }
+        if clock is ContinuousClock || clock is SuspendingClock {
+            return succeeded(value, after: delay, variant: variant)
+        }
         return _succeeded(value, after: delay, variant: variant) { delay, fire in
             _ClockTimer(clock: clock, after: delay, fire)
         }
@@ -207,6 +209,12 @@ internal final class _TimeoutExpiry<Value: Sendable>: _Cancellable {
     }
 
     func _cancelFromDownstream() {
+        // A barrier: work queued after this item (the forwarded cancellations' own handlers
+        // and callbacks) runs first; fail only once nothing is left queued behind it.
+        if _Trampoline.current.count > 0 {
+            _Trampoline.run(.cancel(self))
+            return
+        }
         derived._complete(.failure(FutureTimeoutError()))
     }
 }

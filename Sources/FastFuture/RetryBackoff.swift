@@ -96,6 +96,9 @@ public struct RetryBackoff: Sendable, Hashable {
 extension Duration {
     /// The duration in nanoseconds, as a `Double` (exact below 2^53 ns).
     internal var _nanosecondsAsDouble: Double {
+        // `components` traps beyond Int64.max seconds; such a duration never ends anyway.
+        if self >= .seconds(Int64.max) { return .infinity }
+        if self <= .seconds(Int64.min) { return -.infinity }
         let (seconds, attoseconds) = components
         return Double(seconds) * 1e9 + Double(attoseconds / 1_000_000_000)
     }

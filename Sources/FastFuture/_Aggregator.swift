@@ -82,12 +82,16 @@ internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
 ///                             nothing is pending and this object goes soon)
 ///
 /// - Losers first: the decider of `first`/`race` takes the token *before* it completes the
-///   derived future, cancels every other input, and completes the derived future only once
-///   its thread has run what those cancellations queued (`_Trampoline.runWhenIdle`): the
-///   losers' `onCancel` handlers and forwarded cancellations. A cancellation of the derived
-///   future that comes meanwhile (and wins it) finds the token `decided`, and cancels the
-///   inputs itself before it returns - they are already cancelled, or being cancelled by the
-///   decider - so a top-level `cancel()` still returns with every input cancelled.
+///   derived future and cancels every other input, then completes the derived future at once.
+///   The decider runs inside the winner's callback, where `cancel()` publishes the loser's
+///   cancellation at once and queues its `onCancel` handlers and forwarded cancellations on
+///   this thread's trampoline - ahead of the derived future's own `.inline` callbacks, which
+///   are queued when it completes. (Waiting for the queue to empty first would make the result
+///   wait for unrelated work queued behind it: the contract says nothing waits for another
+///   thread's callbacks.) A cancellation of the derived future that comes meanwhile (and wins
+///   it) finds the token `decided`, and cancels the inputs itself before it returns - they are
+///   already cancelled, or being cancelled by the decider - so a top-level `cancel()` still
+///   returns with every input cancelled.
 /// - Who may take the token is decided by the mode: the final countdown happens only if no
 ///   early decision did (`all` fails without counting down; `first` succeeds without counting
 ///   down), and a forwarded cancellation comes only from a cancel that won the derived future's
@@ -106,9 +110,7 @@ internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
 ///   this object to its own thread's trampoline, which alone reads it; `derived` is
 ///   immutable; the words are accessed only through the shim.
 @usableFromInline
-internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, _IdleWork,
-    @unchecked Sendable
-{
+internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, @unchecked Sendable {
     @usableFromInline
     enum Mode: Sendable {
         /// `all`: fail with the first failure; succeed when every input has.
@@ -125,7 +127,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     @usableFromInline var _remaining: ff_atomic_word
     /// `untaken`, `released` or `decided` (see the type's comment).
     @usableFromInline var _taken: ff_atomic_word
-    /// The input that decided `first`/`race` (see `_runWhenIdle`).
+    /// The input that decided `first`/`race` (see `_deliver`).
     @usableFromInline var winner = -1
     /// The inputs (+1 each), until the token's holder releases them and frees the buffer.
     @usableFromInline let inputs: UnsafeMutablePointer<Future<Input>>
@@ -244,13 +246,13 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
             }
         case (.race, _), (.first, .success):
             // Losers first (see the type's comment): cancel them, then complete the derived
-            // future once this thread has run their handlers and forwarded cancellations.
+            // future; their queued handlers run ahead of its callbacks.
             guard takeInputs(Self.decided) == Self.untaken else { return }
             winner = index
             for other in 0..<count where other != index {
                 inputs[other].cancel()
             }
-            _Trampoline.runWhenIdle(self)
+            _deliver()
         case (.all, .success), (.allSettled, _), (.first, .failure):
             guard countDown(), takeInputs() == Self.untaken else { return }
             let buffer = UnsafeBufferPointer(start: inputs, count: count)
@@ -275,10 +277,10 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         releaseInputs()
     }
 
-    /// Completes the derived future like the input that decided `first`/`race`, once the
-    /// losers' cancellations have run (see the type's comment).
+    /// Completes the derived future like the input that decided `first`/`race`, after the
+    /// losers were cancelled (see the type's comment).
     @usableFromInline
-    func _runWhenIdle() {
+    func _deliver() {
         derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
     }
 

@@ -48,6 +48,8 @@ internal final class _TimerThreads: @unchecked Sendable {
     private var idleCount = 0
     /// Whether some thread is the leader (waiting for deadlines, or about to).
     private var hasLeader = false
+    /// Threads started that have not reached `threadMain`'s loop yet.
+    private var startingCount = 0
 
     /// How long an extra follower idles before it exits.
     private static let idleTimeoutNanoseconds: UInt64 = 10_000_000_000
@@ -112,6 +114,7 @@ internal final class _TimerThreads: @unchecked Sendable {
         }
         guard threadCount == 0 else { return false }
         threadCount = 1
+        startingCount = 1
         return true
     }
 
@@ -205,7 +208,16 @@ internal final class _TimerThreads: @unchecked Sendable {
                 return nil
             }, nil)
         pthread_attr_destroy(&attributes)
-        if rc != 0 { fatalError("FastFuture: cannot start a timer thread (pthread_create: \(rc))") }
+        guard rc != 0 else { return }
+        pthread_mutex_lock(mutex)
+        threadCount -= 1
+        startingCount -= 1
+        let none = threadCount == 0
+        pthread_mutex_unlock(mutex)
+        // Without any timer thread no deadline can ever pass: that is fatal. An extra thread
+        // that cannot start only costs lateness - the thread that wanted it takes the lead
+        // again once its fire returns.
+        if none { fatalError("FastFuture: cannot start the timer thread (pthread_create: \(rc))") }
     }
 
     /// Waits on `condition` until signalled or until `deadline` (monotonic nanoseconds) has
@@ -229,6 +241,7 @@ internal final class _TimerThreads: @unchecked Sendable {
             pthread_setname_np("FastFuture.timer")
         #endif
         pthread_mutex_lock(mutex)
+        startingCount -= 1
         while true {
             if hasLeader {
                 idleCount += 1
@@ -250,8 +263,9 @@ internal final class _TimerThreads: @unchecked Sendable {
             var mustStart = false
             if idleCount > 0 {
                 pthread_cond_signal(followerCondition)
-            } else {
+            } else if startingCount == 0 {
                 threadCount += 1
+                startingCount += 1
                 mustStart = true
             }
             pthread_mutex_unlock(mutex)
@@ -346,6 +360,8 @@ extension Duration {
     /// durations of ``_neverNanoseconds`` or more (never due), else rounded up to a nanosecond.
     internal var _timerNanoseconds: UInt64? {
         guard self > .zero else { return 0 }
+        // Compared before `components`, which traps for durations beyond Int64.max seconds.
+        guard self < .nanoseconds(Int64(Self._neverNanoseconds)) else { return nil }
         let (seconds, attoseconds) = components
         guard seconds < Int64(Self._neverNanoseconds / 1_000_000_000) else { return nil }
         let nanoseconds = UInt64(seconds) * 1_000_000_000 + UInt64((attoseconds + 999_999_999) / 1_000_000_000)

@@ -45,11 +45,6 @@ internal final class _Trampoline {
     @usableFromInline @exclusivity(unchecked) var head = 0
     @usableFromInline @exclusivity(unchecked) var count = 0
 
-    /// Work that runs once the queue is empty (see `runWhenIdle`), FIFO from `deferredHead`;
-    /// an entry is set to `nil` as it is taken, so that it is released at once.
-    @usableFromInline @exclusivity(unchecked) var deferred: ContiguousArray<(any _IdleWork)?> = []
-    @usableFromInline @exclusivity(unchecked) var deferredHead = 0
-
     @usableFromInline
     init() {
         capacity = 16
@@ -152,7 +147,7 @@ internal final class _Trampoline {
             if trampoline.isDraining { return false }
             trampoline.isDraining = true
             body()
-            if trampoline.count > 0 || !trampoline.deferred.isEmpty {
+            if trampoline.count > 0 {
                 trampoline.drainQueue()
             } else {
                 trampoline.isDraining = false
@@ -161,54 +156,17 @@ internal final class _Trampoline {
         }
     }
 
-    /// Runs every queued item, FIFO, then the idle work (each item once the queue is empty
-    /// again), then leaves the draining state.
+    /// Runs every queued item, FIFO, then leaves the draining state.
     @usableFromInline @inline(never)
     func drainQueue() {
-        repeat {
-            while count > 0 {
-                let work = (buffer + head).move()
-                head = (head + 1) & (capacity - 1)
-                count -= 1
-                Self.perform(work)
-            }
-        } while runOneIdleWork()
+        while count > 0 {
+            let work = (buffer + head).move()
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+            Self.perform(work)
+        }
         head = 0
         isDraining = false
-    }
-
-    /// Runs the oldest idle work, if any; returns whether it ran one. Call with the queue empty.
-    @usableFromInline
-    func runOneIdleWork() -> Bool {
-        guard deferredHead < deferred.count else {
-            if !deferred.isEmpty {
-                deferred.removeAll(keepingCapacity: true)
-                deferredHead = 0
-            }
-            return false
-        }
-        let work = deferred[deferredHead].take().unsafelyUnwrapped
-        deferredHead += 1
-        work._runWhenIdle()
-        return true
-    }
-
-    /// Runs `work` once this thread has run everything it has queued - including what that
-    /// queued in turn - if it is running trampolined work; at once otherwise.
-    ///
-    /// What a combinator uses to deliver its result only after the work it gave up on has been
-    /// cancelled: inside a callback, `cancel()` completes at once but queues the cancelled
-    /// future's `onCancel` handlers and forwarded cancellations; this runs after them. Iterative,
-    /// like the queue: idle work that queues more work runs that work before the next idle item.
-    @usableFromInline
-    static func runWhenIdle(_ work: any _IdleWork) {
-        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
-            if trampoline.isDraining {
-                trampoline.deferred.append(work)
-            } else {
-                work._runWhenIdle()
-            }
-        }
     }
 
     @usableFromInline @inline(never)
@@ -224,15 +182,11 @@ internal final class _Trampoline {
     /// queued here, has run). Nested, so bounded by how deeply `wait()`s nest, not by chains.
     @usableFromInline
     func runQueued(until isDone: () -> Bool) {
-        while !isDone() {
-            if count > 0 {
-                let work = (buffer + head).move()
-                head = (head + 1) & (capacity - 1)
-                count -= 1
-                Self.perform(work)
-            } else if !runOneIdleWork() {
-                return
-            }
+        while count > 0, !isDone() {
+            let work = (buffer + head).move()
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+            Self.perform(work)
         }
     }
 
@@ -269,10 +223,3 @@ internal final class _Trampoline {
 
 @available(*, unavailable)
 extension _Trampoline: Sendable {}
-
-/// Work for `_Trampoline.runWhenIdle`.
-@usableFromInline
-internal protocol _IdleWork: AnyObject {
-    /// Runs the work (once).
-    func _runWhenIdle()
-}

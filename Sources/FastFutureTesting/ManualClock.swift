@@ -92,6 +92,9 @@ public final class ManualClock: Clock, CallbackSchedulingClock, @unchecked Senda
     // itself is immutable. Callbacks and continuations are run after the lock is released.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var current: Instant
+    /// The furthest instant an advance has asked for: `advance(by:)` counts from here, so that
+    /// two threads advancing at once lose no time.
+    private var requested: Instant
     private var pending: [Pending] = []
     private var nextID: UInt64 = 0
     /// Sleepers cancelled before they were scheduled (their ids).
@@ -103,6 +106,7 @@ public final class ManualClock: Clock, CallbackSchedulingClock, @unchecked Senda
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
         current = Instant(offset: .zero)
+        requested = Instant(offset: .zero)
     }
 
     deinit {
@@ -202,7 +206,11 @@ public final class ManualClock: Clock, CallbackSchedulingClock, @unchecked Senda
     /// - Parameter duration: How far to move. Zero or negative: runs what is already due and
     ///   moves nothing.
     public func advance(by duration: Duration) {
-        let target = withLock { current.advanced(by: max(duration, .zero)) }
+        let target = withLock { () -> Instant in
+            let target = max(requested, current).advanced(by: max(duration, .zero))
+            requested = target
+            return target
+        }
         advance(to: target)
     }
 
@@ -215,8 +223,11 @@ public final class ManualClock: Clock, CallbackSchedulingClock, @unchecked Senda
     public func advance(to deadline: Instant) {
         while true {
             let due: Pending? = withLock {
+                // A deadline at or before `now` runs what is due by `now`.
+                let limit = max(deadline, current)
+                if requested < limit { requested = limit }
                 var best: Int?
-                for index in pending.indices where pending[index].deadline <= deadline {
+                for index in pending.indices where pending[index].deadline <= limit {
                     if let current = best,
                         (pending[current].deadline, pending[current].id) <= (pending[index].deadline, pending[index].id)
                     {

@@ -200,7 +200,7 @@ extension CombinatorTests {
     /// Input 1 wins; a callback on the combinator, and a thread waiting on it, must find every
     /// other input cancelled and its handler run.
     @Test(
-        "first/race: the losers are cancelled (handlers run, cancellation forwarded) before the result is seen",
+        "first/race: the losers are cancelled before the result is seen, their handlers ahead of its callbacks",
         arguments: FutureVariant.allCases, Completer.allCases)
     func losersAreCancelledBeforeTheResultIsSeen(variant: FutureVariant, completer: Completer) throws {
         for (combinator, mapped) in [("race", false), ("race", true), ("first", false), ("first", true)] {
@@ -211,15 +211,21 @@ extension CombinatorTests {
             }
             let inputs = promises.map { mapped ? $0.future.map { $0 } : $0.future }
             let combined = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
-            let seen = LockedBox<[(cancelled: [Bool], handled: Set<Int>)]>([])
-            let look = { @Sendable in seen.append((promises.map(\.isCancelled), handled.snapshot)) }
-            combined.whenComplete { _ in look() }
+            let seen = LockedBox<[(byCallback: Bool, cancelled: [Bool], handled: Set<Int>)]>([])
+            let look = { @Sendable (byCallback: Bool) in
+                let cancelled = inputs.map { input -> Bool in
+                    guard case .failure(let error)? = input.peek() else { return false }
+                    return error is CancellationError
+                }
+                seen.append((byCallback, cancelled, handled.snapshot))
+            }
+            combined.whenComplete { _ in look(true) }
             let trigger = Promise<Void>(variant: variant)
             let waiterDone = DispatchGroup()
             waiterDone.enter()
             Thread {
                 _ = try? combined.wait()
-                look()
+                look(false)
                 waiterDone.leave()
             }.start()
             switch completer {
@@ -235,9 +241,15 @@ extension CombinatorTests {
             #expect(try combined.peek()?.get() == 1)
             let what = "\(combinator)\(mapped ? " of maps" : ""), completed \(completer)"
             #expect(seen.snapshot.count == 2, "\(what)")
-            for (cancelled, handled) in seen.snapshot {
+            for (byCallback, cancelled, handled) in seen.snapshot {
+                // Every loser is complete (cancelled) before anyone sees the result.
                 #expect(cancelled == [true, false, true, true], "\(what): losers not cancelled yet")
-                #expect(handled == [0, 2, 3], "\(what): losers' onCancel handlers not run yet")
+                // Their own onCancel handlers, queued on the deciding thread, run ahead of the
+                // combinator's callbacks. (Forwarded further up - `mapped` - they come after; a
+                // waiter on another thread is not held back for them.)
+                if byCallback, !mapped {
+                    #expect(handled == [0, 2, 3], "\(what): losers' onCancel handlers not run yet")
+                }
             }
         }
     }
