@@ -185,6 +185,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     internal var _completedResult: Result<Value, any Error> {
         let cell = _resultCellPointer
+        #if FF_EXPLORE
+            // Exploration builds: the explorer checks that this read happens after the write.
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), cell, 0)
+        #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value: return .success(payload.assumingMemoryBound(to: Value.self).pointee)
@@ -351,6 +355,9 @@ extension Future {
     @inlinable
     internal func _storeResult(_ result: Result<Value, any Error>) {
         let cell = _resultCellPointer
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
+        #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         let tag: UInt8
         switch result {
@@ -373,6 +380,9 @@ extension Future {
     @usableFromInline
     internal func _destroyResult() {
         let cell = _resultCellPointer
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_FREE), cell, 0)
+        #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value:

@@ -55,6 +55,12 @@ enum {
   FF_EXPLORE_FUTEX_WAIT = 6,
   FF_EXPLORE_FUTEX_WAKE = 7,
   FF_EXPLORE_SPIN = 8,
+  // Not operations on atomics, and not scheduling points: plain (non-atomic) accesses to data
+  // that the harness checks for a happens-before edge from the write to the read (a future's
+  // result), and the end of that data's life (its future's deinit).
+  FF_EXPLORE_DATA_READ = 9,
+  FF_EXPLORE_DATA_WRITE = 10,
+  FF_EXPLORE_DATA_FREE = 11,
   FF_EXPLORE_KIND_MASK = 0xF,
   FF_EXPLORE_RELAXED = 0,
   FF_EXPLORE_ACQUIRE = 1,

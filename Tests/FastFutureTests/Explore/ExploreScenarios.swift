@@ -89,8 +89,17 @@
     /// parks in `Explorer.block(until:)` until it was called (the modelled semaphore).
     final class ExploreWaiter: _Waiter, @unchecked Sendable {  // unchecked: see ExploreLog
         var wakes = 0
+        /// The waker's clock (a semaphore's signal orders what preceded it before the wait's return).
+        var clock: [Int] = []
         override func wake(_ future: AnyObject) {
             wakes += 1
+            clock = ExploreRuntime.shared.currentClock()
+        }
+
+        /// `wait()` on the modelled semaphore: parks until woken, then synchronizes with the waker.
+        func block() {
+            Explorer.block { self.wakes > 0 }
+            ExploreRuntime.shared.acquire(clock)
         }
     }
 
@@ -280,11 +289,18 @@
             run.watch(future, "future")
             let waiters = [ExploreWaiter(), ExploreWaiter()]
             run.threads = [{ promise.succeed(ExplorePayload(9)) }]
+            // Waiter 0 is `wait()` with the semaphore modelled; waiter 1 is `await value`: when
+            // `insert` says the future is complete it reads the result at once, without `peek()`
+            // (as `_AsyncWaiter.wake` does).
             for (index, waiter) in waiters.enumerated() {
                 run.threads.append {
-                    // Future.wait(), with the semaphore modelled.
-                    if future.peek() == nil, _WaiterList.insert(waiter, core: future._core) != nil {
-                        Explorer.block { waiter.wakes > 0 }
+                    if future.peek() == nil {
+                        if _WaiterList.insert(waiter, core: future._core) != nil {
+                            waiter.block()
+                        } else if index == 1 {
+                            log.expect(future._completedResult.payloadID == 9, "await value: wrong result")
+                            return
+                        }
                     }
                     log.expect(future.peek()?.payloadID == 9, "waiter \(index) returned without the result")
                 }
@@ -319,13 +335,13 @@
                         log.event("quitter:removed")
                     } else {
                         // The completer took it: it is woken (the real code's signal on its way).
-                        Explorer.block { quitter.wakes > 0 }
+                        quitter.block()
                         log.event("quitter:woken")
                     }
                 },
                 {
                     if _WaiterList.insert(second, core: future._core) != nil {
-                        Explorer.block { second.wakes > 0 }
+                        second.block()
                     }
                     log.expect(future.isComplete, "second waiter returned before completion")
                 },

@@ -14,6 +14,14 @@
 // blocking waiter). No runnable thread while some are unfinished = deadlock; more operations than
 // the step budget = livelock. Both are reported with their schedule; the stuck threads are left
 // parked (the process ends with the test run).
+//
+// Happens-before: alongside, the harness keeps a vector clock per thread and a release clock per
+// atomic word, following the C11 rules for the orderings each operation names (an acquire that
+// reads a release, or a release sequence of read-modify-writes, joins the writer's clock; relaxed
+// operations and futex calls order nothing). A future's result is annotated as plain data
+// (`FF_EXPLORE_DATA_READ`/`WRITE`): a read that does not happen after the write is reported as a
+// data race - on every explored interleaving, not only on those a ThreadSanitizer run meets. It
+// does not explore the weak outcomes themselves (a load returning a stale value).
 #if FF_EXPLORE
     import AtomicsShim
     import Dispatch
@@ -260,6 +268,16 @@
         var message = ""
         let finished = DispatchSemaphore(value: 0)
 
+        // Happens-before (see the file's comment).
+        /// Each thread's vector clock.
+        var clocks: [[Int]] = []
+        /// The clock a release left on each atomic word (joined by an acquire that reads it).
+        var releaseClocks: [UInt: [Int]] = [:]
+        /// The last write of each annotated datum: its thread and that thread's clock then.
+        var lastWrites: [UInt: (thread: Int, time: Int)] = [:]
+        /// Data races seen in this schedule.
+        var races: [String] = []
+
         /// The hook the shim calls on explored threads (see `ff_explore_point`).
         static let hook: ff_explore_hook_fn = { op, address, argument in
             ExploreRuntime.shared.point(op: op, address: address, argument: argument)
@@ -325,15 +343,21 @@
         func point(op: Int32, address: UnsafeRawPointer, argument: UInt) -> Bool {
             guard let index = running else { return false }
             let me = threads[index]
+            let kind = Int(op) & FF_EXPLORE_KIND_MASK
+            if kind >= FF_EXPLORE_DATA_READ {
+                data(kind, UInt(bitPattern: address), thread: index)
+                return true
+            }
             steps += 1
             if steps > stepBudget {
                 fail(.livelock, "livelock: more than \(stepBudget) operations in one schedule")
                 parkForever(me)
             }
-            let kind = Int(op) & FF_EXPLORE_KIND_MASK
             if kind == FF_EXPLORE_SPIN { me.spins = true }
             reschedule(from: me)
             me.spins = false
+            // The operation runs now, before any other thread runs: its clocks.
+            synchronize(op: Int(op), address: address, argument: argument, thread: index)
             switch kind {
             case FF_EXPLORE_FUTEX_WAIT:
                 // The wait runs now: it sleeps only if the word still holds the expected value.
@@ -352,6 +376,79 @@
             default:
                 return false
             }
+        }
+
+        // MARK: Happens-before
+
+        static func join(_ clock: inout [Int], _ other: [Int]) {
+            for index in 0..<min(clock.count, other.count) where other[index] > clock[index] {
+                clock[index] = other[index]
+            }
+        }
+
+        /// Applies the C11 synchronization of the operation thread `thread` is about to make.
+        func synchronize(op: Int, address: UnsafeRawPointer, argument: UInt, thread: Int) {
+            let kind = op & FF_EXPLORE_KIND_MASK
+            guard kind <= FF_EXPLORE_CMPXCHG else { return }  // futex wait/wake, spin: no ordering
+            let word = UInt(bitPattern: address)
+            let current: UInt =
+                op & FF_EXPLORE_U32 != 0
+                ? UInt(address.assumingMemoryBound(to: UInt32.self).pointee)
+                : address.assumingMemoryBound(to: UInt.self).pointee
+            var order = (op >> FF_EXPLORE_ORDER_SHIFT) & FF_EXPLORE_ORDER_MASK
+            var isWrite = kind != FF_EXPLORE_LOAD
+            if kind == FF_EXPLORE_CMPXCHG, current != argument {
+                // A failed compare-exchange is a load with the failure ordering.
+                order = (op >> FF_EXPLORE_FAILURE_SHIFT) & FF_EXPLORE_ORDER_MASK
+                isWrite = false
+            }
+            let acquires = order == FF_EXPLORE_ACQUIRE || order == FF_EXPLORE_ACQ_REL || order == FF_EXPLORE_SEQ_CST
+            let releases = order == FF_EXPLORE_RELEASE || order == FF_EXPLORE_ACQ_REL || order == FF_EXPLORE_SEQ_CST
+            let isReadModifyWrite = isWrite && kind != FF_EXPLORE_STORE
+            if acquires, kind != FF_EXPLORE_STORE, let released = releaseClocks[word] {
+                Self.join(&clocks[thread], released)
+            }
+            if isWrite {
+                if isReadModifyWrite {
+                    // A read-modify-write continues the release sequence of the value it replaces.
+                    if releases {
+                        var clock = releaseClocks[word] ?? Array(repeating: 0, count: clocks.count)
+                        Self.join(&clock, clocks[thread])
+                        releaseClocks[word] = clock
+                    }
+                } else {
+                    releaseClocks[word] = releases ? clocks[thread] : nil
+                }
+            }
+            clocks[thread][thread] += 1
+        }
+
+        /// A plain access to annotated data (a future's result) by thread `thread`.
+        func data(_ kind: Int, _ address: UInt, thread: Int) {
+            switch kind {
+            case FF_EXPLORE_DATA_WRITE:
+                lastWrites[address] = (thread, clocks[thread][thread])
+            case FF_EXPLORE_DATA_READ:
+                if let write = lastWrites[address], write.thread != thread, clocks[thread][write.thread] < write.time {
+                    let race = "data race: T\(thread) read a future's result without happening after T\(write.thread)'s write"
+                    if !races.contains(race) { races.append(race) }
+                }
+            default:
+                lastWrites[address] = nil
+            }
+            clocks[thread][thread] += 1
+        }
+
+        /// The calling scenario thread's clock (a modelled signal: what a semaphore's signal publishes).
+        func currentClock() -> [Int] {
+            guard let index = running else { return [] }
+            return clocks[index]
+        }
+
+        /// Joins `clock` into the calling scenario thread's (a modelled wait that returned).
+        func acquire(_ clock: [Int]) {
+            guard let index = running else { return }
+            Self.join(&clocks[index], clock)
         }
 
         /// A modelled blocking wait: parks the calling scenario thread until `condition` holds.
@@ -381,6 +478,10 @@
             outcome = .finished
             message = ""
             threads = bodies.enumerated().map { ExploreThread(index: $0.offset, body: $0.element) }
+            clocks = threads.map { thread in (0..<threads.count).map { $0 == thread.index ? 1 : 0 } }
+            releaseClocks = [:]
+            lastWrites = [:]
+            races = []
             running = nil
             for thread in threads {
                 thread.pthread = Self.spawn(thread)

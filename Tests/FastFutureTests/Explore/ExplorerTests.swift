@@ -115,6 +115,7 @@
                 run!.threads = []
                 run!.check()
                 run!.check = {}
+                problems += runtime.races
                 problems += run!.log.failures
                 let watched = run!.watched
                 run = nil
