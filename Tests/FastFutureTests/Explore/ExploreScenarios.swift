@@ -134,7 +134,8 @@
     extension ExploreScenario {
         static let all: [ExploreScenario] = [
             claimVsClaim, completeVsCancel, pushVsPublish, twoRegistrantsVsPublish, lateRegistration,
-            waiterVsPublish, waiterGivesUpVsPublish, chainCancelVsCompletion, combinatorVsCompletionAndCancel,
+            waiterVsPublish, waiterGivesUpVsPublish, chainCancelVsCompletion, flatMapBothEnds,
+            combinatorVsCompletionAndCancel,
             lockedMutex,
         ]
 
@@ -348,7 +349,8 @@
             ]
             run.check = {
                 let removed = log.count("quitter:removed") == 1
-                log.expect(quitter.wakes == (log.count("quitter:woken") == 1 ? 1 : 0), "quitter wakes: \(quitter.wakes)")
+                log.expect(
+                    quitter.wakes == (log.count("quitter:woken") == 1 ? 1 : 0), "quitter wakes: \(quitter.wakes)")
                 log.expect(!removed || quitter.wakes == 0, "a removed waiter was woken")
                 log.expect(second.wakes <= 1, "second woken \(second.wakes) times")
             }
@@ -397,6 +399,51 @@
                 log.expect(log.count("source:onCancel") == (sourceCancelled ? 1 : 0), "source onCancel: \(log.events)")
                 log.expect(sourceCancelled || log.count("body:2") <= 1, "body ran twice")
                 inner.future = nil
+            }
+            return run
+        }
+
+        /// A `flatMap` racing at both ends: the source completes (its body returns a pending inner
+        /// future, which the step then follows - the upstream word repointed from the source to the
+        /// inner future), the end is cancelled, and the inner future completes. The end completes
+        /// exactly once, with the inner value or cancelled; every `onCancel` runs once if its future
+        /// was cancelled and never otherwise; nothing stays allocated.
+        static let flatMapBothEnds = ExploreScenario("flatMap-both-ends") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let source = Promise<ExplorePayload>(variant: variant)
+            let inner = Promise<ExplorePayload>(variant: variant)
+            let end = source.future.flatMap { value -> Future<ExplorePayload> in
+                log.event("body:\(value.id)")
+                return inner.future
+            }
+            run.watch(source.future, "source")
+            run.watch(inner.future, "inner")
+            run.watch(end, "end")
+            source.onCancel { log.event("source:onCancel") }
+            inner.onCancel { log.event("inner:onCancel") }
+            end.whenComplete { log.event($0.isCancellation ? "end:cancelled" : "end:\($0.payloadID ?? -1)") }
+            run.threads = [
+                { source.tryComplete(.success(ExplorePayload(1))) },
+                {
+                    end.cancel()
+                    log.expect(end.isComplete, "cancel() returned before the end was complete")
+                },
+                { inner.tryComplete(.success(ExplorePayload(2))) },
+            ]
+            run.check = {
+                log.expect(source.future.isComplete && inner.future.isComplete && end.isComplete, "a future is pending")
+                let outcomes = log.events.filter { $0.hasPrefix("end:") }
+                log.expect(outcomes == ["end:cancelled"] || outcomes == ["end:2"], "end: \(log.events)")
+                if outcomes == ["end:2"] {
+                    log.expect(log.count("body:1") == 1, "the end has the inner value but the body never ran")
+                    log.expect(inner.future.peek()?.payloadID == 2, "the end has a value the inner future does not")
+                }
+                log.expect(log.count("body:1") <= 1, "body ran twice: \(log.events)")
+                for (name, future) in [("source", source.future), ("inner", inner.future)] {
+                    let cancelled = future.peek()?.isCancellation == true
+                    log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
+                }
             }
             return run
         }
@@ -457,7 +504,8 @@
                     let mutex = _FutureLock(storage.word)
                     for round in 0..<2 {
                         mutex.lock()
-                        log.expect(inside.holder == nil, "T\(thread) entered while T\(inside.holder ?? -1) held the lock")
+                        log.expect(
+                            inside.holder == nil, "T\(thread) entered while T\(inside.holder ?? -1) held the lock")
                         inside.holder = thread
                         Explorer.yield()
                         inside.holder = nil

@@ -430,7 +430,8 @@
                 lastWrites[address] = (thread, clocks[thread][thread])
             case FF_EXPLORE_DATA_READ:
                 if let write = lastWrites[address], write.thread != thread, clocks[thread][write.thread] < write.time {
-                    let race = "data race: T\(thread) read a future's result without happening after T\(write.thread)'s write"
+                    let race =
+                        "data race: T\(thread) read a future's result without happening after T\(write.thread)'s write"
                     if !races.contains(race) { races.append(race) }
                 }
             default:

@@ -130,7 +130,8 @@
             let replay: String
             if let dfs = strategy as? DFSStrategy {
                 _ = dfs
-                replay = "scripts/explore --scenario \(scenario.name) --variant \(variant) --schedule '\(exploreFormat(trace))'"
+                replay =
+                    "scripts/explore --scenario \(scenario.name) --variant \(variant) --schedule '\(exploreFormat(trace))'"
             } else {
                 replay = "scripts/explore --scenario \(scenario.name) --variant \(variant) \(label)"
             }
