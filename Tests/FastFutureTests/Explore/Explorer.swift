@@ -73,8 +73,12 @@
 
     /// Uniformly random among the candidates at every point.
     final class RandomStrategy: ExploreStrategy {
+        let seed: UInt64
         var rng: SplitMix64
-        init(seed: UInt64) { rng = SplitMix64(state: seed) }
+        init(seed: UInt64) {
+            self.seed = seed
+            rng = SplitMix64(state: seed)
+        }
         func choose(_ point: ExploreChoicePoint) -> Int {
             let candidates = exploreCandidates(point)
             return candidates[Int(rng.next() % UInt64(candidates.count))]
@@ -96,7 +100,10 @@
         var step = 0
         var lowest = 0
 
+        let seed: UInt64
+
         init(seed: UInt64, depth: Int, steps: Int) {
+            self.seed = seed
             rng = SplitMix64(state: seed)
             self.depth = depth
             self.steps = max(steps, 1)
@@ -277,6 +284,8 @@
         var lastWrites: [UInt: (thread: Int, time: Int)] = [:]
         /// Data races seen in this schedule.
         var races: [String] = []
+        /// Set after a hang: a thread of that schedule may still run.
+        var poisoned = false
 
         /// The hook the shim calls on explored threads (see `ff_explore_point`).
         static let hook: ff_explore_hook_fn = { op, address, argument in
@@ -472,6 +481,10 @@
 
         /// Runs `bodies` as threads under `strategy`; returns how it ended (see `outcome`).
         func run(_ bodies: [() -> Void], strategy: any ExploreStrategy, stepBudget: Int) -> ExploreOutcome {
+            if poisoned {
+                fail(.hang, "not run: an earlier schedule hung")
+                return .hang
+            }
             self.strategy = strategy
             self.stepBudget = stepBudget
             trace = []
@@ -495,6 +508,8 @@
             running = first
             threads[first].semaphore.signal()
             if finished.wait(timeout: .now() + .seconds(60)) == .timedOut {
+                // A thread may still hold the token: no later schedule can run safely.
+                poisoned = true
                 fail(.hang, "hang: a thread blocked outside the explorer for 60 s (a real lock or syscall?)")
                 return .hang
             }

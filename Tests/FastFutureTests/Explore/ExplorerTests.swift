@@ -90,8 +90,9 @@
         var dfsExhausted = false
         var randomSchedules = 0
         var pctSchedules = 0
-        /// The longest schedule seen: PCT's estimate of a run's length.
-        var longest = 50
+        /// PCT's estimate of a run's length: the length of the schedule that never preempts (the
+        /// first DFS schedule; measured once if there is none), so that a seed replays alone.
+        var pctSteps: Int?
 
         init(scenario: ExploreScenario, variant: FutureVariant, config: ExploreConfig) {
             self.scenario = scenario
@@ -107,7 +108,7 @@
             var run: ExploreRun? = scenario.make(variant)
             let outcome = runtime.run(run!.threads, strategy: strategy, stepBudget: 20_000)
             let trace = runtime.trace
-            longest = max(longest, trace.count)
+            if pctSteps == nil, strategy is DFSStrategy || strategy is ReplayStrategy { pctSteps = trace.count }
             var problems: [String] = []
             if outcome != .finished {
                 problems.append(runtime.message)
@@ -128,12 +129,11 @@
             }
             guard !problems.isEmpty else { return nil }
             let replay: String
-            if let dfs = strategy as? DFSStrategy {
-                _ = dfs
+            if let seed = (strategy as? RandomStrategy)?.seed ?? (strategy as? PCTStrategy)?.seed {
+                replay = "scripts/explore --scenario \(scenario.name) --variant \(variant) --seed \(seed)"
+            } else {
                 replay =
                     "scripts/explore --scenario \(scenario.name) --variant \(variant) --schedule '\(exploreFormat(trace))'"
-            } else {
-                replay = "scripts/explore --scenario \(scenario.name) --variant \(variant) \(label)"
             }
             return """
                 FAIL \(scenario.name) \(variant) (schedule \(schedules), \(label)): \(problems.joined(separator: "; "))
@@ -148,7 +148,11 @@
                 return
             }
             if let seed = config.seed {
-                if let failure = runOne(strategy(seed: seed), label: "--seed \(seed)") { failures.append(failure) }
+                let kind = seed & 1 == 0 ? "random" : "pct"
+                if seed & 1 == 0 { randomSchedules += 1 } else { pctSchedules += 1 }
+                if let failure = runOne(strategy(seed: seed), label: "\(kind), seed \(seed)") {
+                    failures.append(failure)
+                }
                 return
             }
             let dfs = DFSStrategy(bound: config.bound)
@@ -169,7 +173,7 @@
                 let seed = exploreSeed(base: config.base, index: index)
                 if seed & 1 == 0 { randomSchedules += 1 } else { pctSchedules += 1 }
                 let kind = seed & 1 == 0 ? "random" : "pct"
-                if let failure = runOne(strategy(seed: seed), label: "--seed \(seed) (\(kind))") {
+                if let failure = runOne(strategy(seed: seed), label: "\(kind), seed \(seed)") {
                     failures.append(failure)
                     if !config.keepGoing { return }
                 }
@@ -177,9 +181,20 @@
         }
 
         /// An even seed runs a random schedule, an odd one a PCT schedule (depth 3).
-        func strategy(seed: UInt64) -> any ExploreStrategy {
+        mutating func strategy(seed: UInt64) -> any ExploreStrategy {
             if seed & 1 == 0 { return RandomStrategy(seed: seed) }
-            return PCTStrategy(seed: seed, depth: 3, steps: longest)
+            return PCTStrategy(seed: seed, depth: 3, steps: measuredLength())
+        }
+
+        /// The length of the schedule that never preempts (see `pctSteps`), measured with one run
+        /// (not counted) if no DFS run measured it.
+        mutating func measuredLength() -> Int {
+            if let pctSteps { return pctSteps }
+            _ = ExploreRuntime.shared.run(
+                scenario.make(variant).threads, strategy: ReplayStrategy([]), stepBudget: 20_000)
+            let length = ExploreRuntime.shared.trace.count
+            pctSteps = length
+            return length
         }
 
         var summary: String {
