@@ -135,7 +135,7 @@
         static let all: [ExploreScenario] = [
             claimVsClaim, completeVsCancel, pushVsPublish, twoRegistrantsVsPublish, lateRegistration,
             waiterVsPublish, waiterGivesUpVsPublish, chainCancelVsCompletion, flatMapBothEnds,
-            combinatorVsCompletionAndCancel,
+            combinatorVsCompletionAndCancel, firstVsCompletions,
             lockedMutex,
         ]
 
@@ -486,6 +486,45 @@
                     let cancelled = input.peek()?.isCancellation == true
                     log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
                     log.expect(!(succeeded && cancelled), "\(name) cancelled but all succeeded")
+                }
+            }
+            return run
+        }
+
+        /// `first` over two inputs that both succeed while the combinator is cancelled: the winner
+        /// takes the inputs and cancels the other (unless it completed); the combinator completes
+        /// once, with a value an input has, or cancelled; each `onCancel` once iff its input was
+        /// cancelled; nothing stays allocated.
+        static let firstVsCompletions = ExploreScenario("first-vs-completions") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let a = Promise<ExplorePayload>(variant: variant)
+            let b = Promise<ExplorePayload>(variant: variant)
+            a.onCancel { log.event("a:onCancel") }
+            b.onCancel { log.event("b:onCancel") }
+            let first = Future.first([a.future, b.future])
+            run.watch(a.future, "a")
+            run.watch(b.future, "b")
+            run.watch(first, "first")
+            first.whenComplete { log.event($0.isCancellation ? "first:cancelled" : "first:\($0.payloadID ?? -1)") }
+            run.threads = [
+                { a.tryComplete(.success(ExplorePayload(1))) },
+                { b.tryComplete(.success(ExplorePayload(2))) },
+                {
+                    first.cancel()
+                    log.expect(first.isComplete, "cancel() returned before the combinator was complete")
+                },
+            ]
+            run.check = {
+                log.expect(a.future.isComplete && b.future.isComplete && first.isComplete, "a future is pending")
+                let outcomes = log.events.filter { $0.hasPrefix("first:") }
+                log.expect(outcomes.count == 1, "combinator completions: \(outcomes)")
+                for (name, input, id) in [("a", a.future, 1), ("b", b.future, 2)] {
+                    let cancelled = input.peek()?.isCancellation == true
+                    log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
+                    if outcomes == ["first:\(id)"] {
+                        log.expect(input.peek()?.payloadID == id, "first has \(name)'s value, \(name) does not")
+                    }
                 }
             }
             return run

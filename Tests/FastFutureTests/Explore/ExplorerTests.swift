@@ -4,7 +4,7 @@
 // random and PCT schedules. Prints one line per scenario and variant, which scripts/explore adds
 // up. Environment (scripts/explore sets it from its options):
 //   FF_EXPLORE_SCHEDULES  random + PCT schedules per scenario and variant (default 100)
-//   FF_EXPLORE_DFS        the most DFS schedules per scenario and variant (default 2000)
+//   FF_EXPLORE_DFS        the most DFS schedules per scenario and variant (default 6000)
 //   FF_EXPLORE_BOUND      DFS preemption bound (default 2)
 //   FF_EXPLORE_BASE       base seed of the random/PCT schedules (default 1)
 //   FF_EXPLORE_SEED       replay this one seed (random if even, PCT if odd) and nothing else
@@ -19,7 +19,7 @@
 
     struct ExploreConfig {
         var schedules = 100
-        var dfsLimit = 2_000
+        var dfsLimit = 6_000
         var bound = 2
         var base: UInt64 = 1
         var seed: UInt64?
