@@ -322,8 +322,12 @@
             }
             running = next
             if next == me.index { return }
+            // Read before the hand-over: from the signal on, the other thread owns all of this
+            // state, `me.status` included (its futex wake may set it; ThreadSanitizer caught the
+            // read after the signal).
+            let finishing = me.status == .done
             chosen.semaphore.signal()
-            if me.status == .done { return }
+            if finishing { return }
             me.semaphore.wait()
         }
 
