@@ -343,14 +343,34 @@ extension Future {
     /// The result cell (a stable address: a class instance never moves).
     @inlinable
     internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
-        (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+        #if FF_EXPLORE
+            // Exploration builds (scripts/explore): every access to the result comes through here;
+            // the explorer checks that a read happens after the write (`_storeResult` then records
+            // its write). Placed here, not in `_completedResult`, so that no line above that
+            // function's trap moves: builds without the switch compile byte for byte as before.
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), _resultCellPointerUnannotated, 0)
+        #endif
+        return (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
             to: _ResultCell.self)
     }
+
+    #if FF_EXPLORE
+        /// Exploration builds: the result cell, without recording an access (deinit: the last
+        /// reference's release and acquire, which order it after every use, are not modelled).
+        @inlinable
+        internal var _resultCellPointerUnannotated: UnsafeMutablePointer<_ResultCell> {
+            (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+                to: _ResultCell.self)
+        }
+    #endif
 
     /// Writes the result (the claim's winner, before its publish; or `init`).
     @inlinable
     internal func _storeResult(_ result: Result<Value, any Error>) {
         let cell = _resultCellPointer
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
+        #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         let tag: UInt8
         switch result {
@@ -372,7 +392,12 @@ extension Future {
     /// Destroys the result, if any (deinit: the last reference is gone).
     @usableFromInline
     internal func _destroyResult() {
-        let cell = _resultCellPointer
+        #if FF_EXPLORE
+            let cell = _resultCellPointerUnannotated
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_FREE), cell, 0)
+        #else
+            let cell = _resultCellPointer
+        #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value:

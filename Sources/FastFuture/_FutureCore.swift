@@ -281,6 +281,10 @@ internal struct _FutureCore {
     func awaitPublished() {
         var spins = 0
         while loadState() & _State.completed == 0 {
+            #if FF_EXPLORE
+                // Exploration builds (scripts/explore): each round lets the explorer run another thread.
+                ff_explore_spin()
+            #endif
             spins += 1
             if spins > 64 { sched_yield() }
         }

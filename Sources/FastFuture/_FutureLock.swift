@@ -77,7 +77,14 @@ internal struct _FutureLock {
     #if !canImport(Darwin)
         @usableFromInline @inline(never)
         func lockContended() {
-            for _ in 0..<64 {
+            #if FF_EXPLORE
+                // Exploration builds (scripts/explore): two rounds cover the spin's logic; 64 would
+                // only multiply the interleavings to explore.
+                let spinRounds = 2
+            #else
+                let spinRounds = 64
+            #endif
+            for _ in 0..<spinRounds {
                 var expected: UInt32 = 0
                 if ff_atomic_u32_load_relaxed(word) == 0,
                     ff_atomic_u32_cmpxchg_strong_acquire_relaxed(word, &expected, 1)

@@ -34,6 +34,69 @@
 
 #define FF_INLINE static inline __attribute__((__always_inline__))
 
+// MARK: - Exploration mode (scripts/explore only)
+//
+// Built with `-DFF_EXPLORE` (C) and `-DFF_EXPLORE` (Swift), every operation below first calls
+// `ff_explore_point`, so that a test harness can run a scenario's threads one at a time and pick,
+// at each operation, which thread goes next (see "How the core works", "Exploring
+// interleavings"). Without the define, `FF_EXPLORE_POINT` expands to nothing and the
+// functions compile exactly as before.
+#if defined(FF_EXPLORE)
+
+/// What an exploration point is about to do: the operation's kind (low 4 bits), its memory
+/// ordering (`FF_EXPLORE_ORDER_SHIFT`; a compare-exchange's failure ordering at
+/// `FF_EXPLORE_FAILURE_SHIFT`) and, for 32-bit words, `FF_EXPLORE_U32`.
+enum {
+  FF_EXPLORE_LOAD = 1,
+  FF_EXPLORE_STORE = 2,
+  FF_EXPLORE_EXCHANGE = 3,
+  FF_EXPLORE_FETCH_SUB = 4,
+  FF_EXPLORE_CMPXCHG = 5,
+  FF_EXPLORE_FUTEX_WAIT = 6,
+  FF_EXPLORE_FUTEX_WAKE = 7,
+  FF_EXPLORE_SPIN = 8,
+  // Not operations on atomics, and not scheduling points: plain (non-atomic) accesses to data
+  // that the harness checks for a happens-before edge from the write to the read (a future's
+  // result), and the end of that data's life (its future's deinit).
+  FF_EXPLORE_DATA_READ = 9,
+  FF_EXPLORE_DATA_WRITE = 10,
+  FF_EXPLORE_DATA_FREE = 11,
+  FF_EXPLORE_KIND_MASK = 0xF,
+  FF_EXPLORE_RELAXED = 0,
+  FF_EXPLORE_ACQUIRE = 1,
+  FF_EXPLORE_RELEASE = 2,
+  FF_EXPLORE_ACQ_REL = 3,
+  FF_EXPLORE_SEQ_CST = 4,
+  FF_EXPLORE_ORDER_SHIFT = 4,
+  FF_EXPLORE_FAILURE_SHIFT = 8,
+  FF_EXPLORE_ORDER_MASK = 0xF,
+  FF_EXPLORE_U32 = 0x1000,
+};
+
+/// The harness's hook: called by an explored thread before each operation, with the operation,
+/// the word's address and an argument (a store's or exchange's new value, a compare-exchange's
+/// expected value, a futex wait's expected value). Returns `true` if the harness performed the
+/// operation itself (a futex wait or wake: modelled, no system call).
+typedef bool (*ff_explore_hook_fn)(int op, const void *_Nonnull address, uintptr_t argument);
+
+/// Installs the hook (`NULL`: none).
+void ff_explore_set_hook(ff_explore_hook_fn _Nullable hook);
+/// Marks the calling thread as explored (its operations call the hook) or not.
+void ff_explore_set_thread_explored(bool explored);
+/// Calls the hook if one is installed and the calling thread is explored; else returns `false`.
+bool ff_explore_point(int op, const void *_Nonnull address, uintptr_t argument);
+/// A spin loop's round: lets the harness run another thread (the spinner waits for one).
+void ff_explore_spin(void);
+
+#define FF_EXPLORE_POINT(op, address, argument) ((void)ff_explore_point((op), (address), (uintptr_t)(argument)))
+#define FF_EXPLORE_ORDER(order) (FF_EXPLORE_##order << FF_EXPLORE_ORDER_SHIFT)
+#define FF_EXPLORE_ORDERS(success, failure)                                                       \
+  ((FF_EXPLORE_##success << FF_EXPLORE_ORDER_SHIFT) | (FF_EXPLORE_##failure << FF_EXPLORE_FAILURE_SHIFT))
+
+#else
+#define FF_EXPLORE_POINT(op, address, argument) ((void)0)
+#endif
+
 /// A pointer-sized atomic word.
 ///
 /// It must live at a stable address (inside a class instance or an
@@ -58,40 +121,48 @@ FF_INLINE ff_atomic_word ff_atomic_word_make(uintptr_t value) {
 // MARK: load
 
 FF_INLINE uintptr_t ff_atomic_word_load_relaxed(ff_atomic_word *_Nonnull word) {
+  FF_EXPLORE_POINT(FF_EXPLORE_LOAD | FF_EXPLORE_ORDER(RELAXED), word, 0);
   return atomic_load_explicit(&word->value, memory_order_relaxed);
 }
 
 FF_INLINE uintptr_t ff_atomic_word_load_acquire(ff_atomic_word *_Nonnull word) {
+  FF_EXPLORE_POINT(FF_EXPLORE_LOAD | FF_EXPLORE_ORDER(ACQUIRE), word, 0);
   return atomic_load_explicit(&word->value, memory_order_acquire);
 }
 
 FF_INLINE uintptr_t ff_atomic_word_load_seq_cst(ff_atomic_word *_Nonnull word) {
+  FF_EXPLORE_POINT(FF_EXPLORE_LOAD | FF_EXPLORE_ORDER(SEQ_CST), word, 0);
   return atomic_load_explicit(&word->value, memory_order_seq_cst);
 }
 
 // MARK: store
 
 FF_INLINE void ff_atomic_word_store_relaxed(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_STORE | FF_EXPLORE_ORDER(RELAXED), word, value);
   atomic_store_explicit(&word->value, value, memory_order_relaxed);
 }
 
 // MARK: exchange
 
 FF_INLINE uintptr_t ff_atomic_word_exchange_acquire(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_EXCHANGE | FF_EXPLORE_ORDER(ACQUIRE), word, value);
   return atomic_exchange_explicit(&word->value, value, memory_order_acquire);
 }
 
 FF_INLINE uintptr_t ff_atomic_word_exchange_acq_rel(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_EXCHANGE | FF_EXPLORE_ORDER(ACQ_REL), word, value);
   return atomic_exchange_explicit(&word->value, value, memory_order_acq_rel);
 }
 
 FF_INLINE uintptr_t ff_atomic_word_exchange_seq_cst(ff_atomic_word *_Nonnull word, uintptr_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_EXCHANGE | FF_EXPLORE_ORDER(SEQ_CST), word, value);
   return atomic_exchange_explicit(&word->value, value, memory_order_seq_cst);
 }
 
 // MARK: fetch-and-modify
 
 FF_INLINE uintptr_t ff_atomic_word_fetch_sub_acq_rel(ff_atomic_word *_Nonnull word, uintptr_t operand) {
+  FF_EXPLORE_POINT(FF_EXPLORE_FETCH_SUB | FF_EXPLORE_ORDER(ACQ_REL), word, operand);
   return atomic_fetch_sub_explicit(&word->value, operand, memory_order_acq_rel);
 }
 
@@ -102,42 +173,49 @@ FF_INLINE uintptr_t ff_atomic_word_fetch_sub_acq_rel(ff_atomic_word *_Nonnull wo
 
 FF_INLINE bool ff_atomic_word_cmpxchg_strong_relaxed_relaxed(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELAXED, RELAXED), word, *expected);
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_relaxed, memory_order_relaxed);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_strong_acquire_acquire(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQUIRE, ACQUIRE), word, *expected);
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_acquire, memory_order_acquire);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_strong_acq_rel_acquire(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQ_REL, ACQUIRE), word, *expected);
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_strong_seq_cst_seq_cst(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(SEQ_CST, SEQ_CST), word, *expected);
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_seq_cst, memory_order_seq_cst);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_weak_relaxed_relaxed(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELAXED, RELAXED), word, *expected);
   return atomic_compare_exchange_weak_explicit(
       &word->value, expected, desired, memory_order_relaxed, memory_order_relaxed);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_weak_release_acquire(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELEASE, ACQUIRE), word, *expected);
   return atomic_compare_exchange_weak_explicit(
       &word->value, expected, desired, memory_order_release, memory_order_acquire);
 }
 
 FF_INLINE bool ff_atomic_word_cmpxchg_weak_acq_rel_acquire(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQ_REL, ACQUIRE), word, *expected);
   return atomic_compare_exchange_weak_explicit(
       &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
 }
@@ -158,19 +236,23 @@ FF_INLINE ff_atomic_u32 ff_atomic_u32_make(uint32_t value) {
 }
 
 FF_INLINE uint32_t ff_atomic_u32_load_relaxed(ff_atomic_u32 *_Nonnull word) {
+  FF_EXPLORE_POINT(FF_EXPLORE_LOAD | FF_EXPLORE_ORDER(RELAXED) | FF_EXPLORE_U32, word, 0);
   return atomic_load_explicit(&word->value, memory_order_relaxed);
 }
 
 FF_INLINE uint32_t ff_atomic_u32_exchange_acquire(ff_atomic_u32 *_Nonnull word, uint32_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_EXCHANGE | FF_EXPLORE_ORDER(ACQUIRE) | FF_EXPLORE_U32, word, value);
   return atomic_exchange_explicit(&word->value, value, memory_order_acquire);
 }
 
 FF_INLINE uint32_t ff_atomic_u32_exchange_release(ff_atomic_u32 *_Nonnull word, uint32_t value) {
+  FF_EXPLORE_POINT(FF_EXPLORE_EXCHANGE | FF_EXPLORE_ORDER(RELEASE) | FF_EXPLORE_U32, word, value);
   return atomic_exchange_explicit(&word->value, value, memory_order_release);
 }
 
 FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
     ff_atomic_u32 *_Nonnull word, uint32_t *_Nonnull expected, uint32_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQUIRE, RELAXED) | FF_EXPLORE_U32, word, *expected);
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_acquire, memory_order_relaxed);
 }
@@ -179,12 +261,20 @@ FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
 /// Atomic wait (C++20's `atomic::wait`): sleeps while the word holds `expected`; may return
 /// spuriously. No ordering of its own: callers re-read the word with an atomic operation.
 FF_INLINE void ff_atomic_u32_wait(ff_atomic_u32 *_Nonnull word, uint32_t expected) {
+#if defined(FF_EXPLORE)
+  // An explored thread's wait is modelled by the harness: it blocks until a wake (if the word
+  // still holds `expected`), with no system call.
+  if (ff_explore_point(FF_EXPLORE_FUTEX_WAIT | FF_EXPLORE_U32, word, expected)) return;
+#endif
   syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
 /// Atomic notify (C++20's `atomic::notify_one`): wakes one thread sleeping in
 /// `ff_atomic_u32_wait` on this word.
 FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
+#if defined(FF_EXPLORE)
+  if (ff_explore_point(FF_EXPLORE_FUTEX_WAKE | FF_EXPLORE_U32, word, 1)) return;
+#endif
   syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 #endif
@@ -204,6 +294,7 @@ FF_INLINE void *_Nullable ff_trampoline_load(void) { return ff_trampoline_slot; 
 FF_INLINE void ff_trampoline_store(void *_Nullable trampoline) { ff_trampoline_slot = trampoline; }
 
 #undef FF_INLINE
+#undef FF_EXPLORE_POINT
 
 #endif // !defined(__cplusplus)
 
