@@ -25,10 +25,13 @@ extension Duration {
 /// Swift's global concurrent executor.
 ///
 /// - Note: `@unchecked Sendable`: `fire`, `scheduled` and `task` are touched only under `lock`;
-///   `clock` and `deadline` are immutable and `Sendable`.
+///   `deadline` is immutable; `clock` is touched only by `init` and `start()`, which its creator
+///   calls once, right after `init` (`cancel()` never touches it).
 internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.Duration == Duration {
     private let lock = _DriverLock()
-    private let clock: C
+    /// Dropped by `start()`: a clock that holds its scheduled callbacks (a manual clock) would
+    /// otherwise hold itself through this timer, and never be freed with a timer pending.
+    private var clock: C?
     /// `nil`: never due (the duration was too long, see `Duration._timerNanoseconds`).
     private let deadline: C.Instant?
     /// What to run; `nil` once fired or cancelled.
@@ -46,9 +49,12 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
     }
 
     func start() {
-        guard let deadline else { return }
+        guard let clock = self.clock.take(), let deadline else { return }
         if let scheduling = clock as? any CallbackSchedulingClock {
-            let handle = Self.schedule(on: scheduling, at: deadline) { [self] in self.fireNow() }
+            // The clock holds the callback; if the clock goes away without running it, the
+            // token's deinit cancels this timer, which then lets go of what it would have fired.
+            let token = _CallbackToken(self)
+            let handle = Self.schedule(on: scheduling, at: deadline) { token.fire() }
             let keep = lock.withLock {
                 guard fire != nil else { return false }
                 scheduled = handle
@@ -83,7 +89,7 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
         return clock.scheduleCallback(at: instant, callback)
     }
 
-    private func fireNow() {
+    fileprivate func fireNow() {
         let body = lock.withLock {
             defer {
                 fire = nil
@@ -113,5 +119,25 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
 
     func _cancelFromDownstream() {
         cancel()
+    }
+}
+
+/// What a ``CallbackSchedulingClock`` holds for a `_ClockTimer`: fires it, or - dropped unrun,
+/// with its clock - cancels it, so a timer whose clock is gone keeps nothing alive.
+///
+/// - Note: `@unchecked Sendable`: `timer` is immutable; `_ClockTimer`'s methods are thread-safe.
+private final class _CallbackToken<C: Clock>: @unchecked Sendable where C.Duration == Duration {
+    let timer: _ClockTimer<C>
+
+    init(_ timer: _ClockTimer<C>) {
+        self.timer = timer
+    }
+
+    func fire() {
+        timer.fireNow()
+    }
+
+    deinit {
+        timer.cancel()  // a no-op once fired
     }
 }

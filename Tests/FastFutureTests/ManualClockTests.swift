@@ -76,4 +76,23 @@ struct ManualClockTests {
         await #expect(throws: CancellationError.self) { try await early.value }
         #expect(clock.pendingCount == 0)
     }
+
+    /// A manual clock with a timer still pending is freed with everything the timer holds once
+    /// nobody references it (the clock holds its callbacks; the timer must not hold the clock).
+    @Test(arguments: FutureVariant.allCases)
+    func droppedClockWithAPendingTimerIsFreed(variant: FutureVariant) {
+        final class Held: Sendable {}
+        weak var weakClock: ManualClock?
+        weak var weakHeld: Held?
+        do {
+            let clock = ManualClock()
+            weakClock = clock
+            let held = Held()
+            weakHeld = held
+            _ = Future.succeeded(held, after: .seconds(1), clock: clock, variant: variant)
+        }
+        #expect(weakClock == nil)
+        #expect(weakHeld == nil)
+    }
+
 }
