@@ -208,11 +208,9 @@ extension Future {
 ///   isolation, and its `value` is called only by that actor's `_IsolatedQueue.drain()`, which
 ///   runs in tasks whose operation is statically isolated to the actor. So the value is only
 ///   ever touched while that actor is running, one job at a time.
-@usableFromInline
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
-    @usableFromInline let value: Wrapped
+    let value: Wrapped
 
-    @inlinable
     init(_ value: Wrapped) {
         self.value = value
     }

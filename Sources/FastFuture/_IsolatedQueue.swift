@@ -22,7 +22,7 @@ import Dispatch
 ///   (or released) outside it, on the domain, so user code never runs under the lock.
 internal final class _IsolatedQueue: @unchecked Sendable {
     private let lock = _DriverLock()
-    private var entries: [_IsolatedEntry] = []
+    private var entries: [any _IsolatedEntry] = []
     private var drainScheduled = false
     /// The queue itself while a drain is scheduled: an actor's queue is otherwise held only by
     /// the callbacks of pending entries, and the drain's task holds it weakly.
@@ -102,7 +102,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     }
 
     /// The entry's callback was released unrun (its future went away pending): drop its body.
-    fileprivate func abandon(_ entry: _IsolatedEntry) {
+    fileprivate func abandon(_ entry: any _IsolatedEntry) {
         let body = lock.withLock { entry.takeBody() }
         _ = body  // released here, outside the lock
     }
@@ -115,7 +115,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// one whose future was complete by the time the batch was fixed.
     func drain() {
         while true {
-            let (snapshot, kept) = lock.withLock { () -> ([_IsolatedEntry], _IsolatedQueue?) in
+            let (snapshot, kept) = lock.withLock { () -> ([any _IsolatedEntry], _IsolatedQueue?) in
                 drainScheduled = false
                 defer { keptForDrain = nil }
                 return (entries, keptForDrain)
@@ -131,14 +131,14 @@ internal final class _IsolatedQueue: @unchecked Sendable {
                 }
                 entries.removeAll { $0.isFinished }
             }
-            _ = kept  // released after the batch was claimed: the entries are in `batch` now
+            withExtendedLifetime(kept) {}  // the queue stays alive until its batch is claimed
             if batch.isEmpty { return }
             for run in batch { run() }
         }
     }
 
     /// Whether an entry skipped as pending before the last ready one has completed since.
-    private static func isTorn(_ snapshot: [_IsolatedEntry], _ ready: [Bool]) -> Bool {
+    private static func isTorn(_ snapshot: [any _IsolatedEntry], _ ready: [Bool]) -> Bool {
         guard let last = ready.lastIndex(of: true) else { return false }
         for index in 0..<last where !ready[index] && snapshot[index].isComplete {
             return true
@@ -148,20 +148,21 @@ internal final class _IsolatedQueue: @unchecked Sendable {
 }
 
 /// One registered body (see `_IsolatedQueue`). Its mutable state is guarded by the queue's lock.
-///
-/// - Note: `@unchecked Sendable`: see `_IsolatedQueue`.
-internal class _IsolatedEntry: @unchecked Sendable {
+internal protocol _IsolatedEntry: AnyObject, Sendable {
     /// Whether its future is complete (a weak read and `peek()`; no lock needed).
-    var isComplete: Bool { fatalError("FastFuture internal error: _IsolatedEntry.isComplete") }
+    var isComplete: Bool { get }
     /// Under the lock: whether the body ran, or never will.
-    var isFinished: Bool { fatalError("FastFuture internal error: _IsolatedEntry.isFinished") }
+    var isFinished: Bool { get }
     /// Under the lock: takes the body, bound to the result, if the future is complete.
-    func claim() -> (() -> Void)? { fatalError("FastFuture internal error: _IsolatedEntry.claim") }
+    func claim() -> (() -> Void)?
     /// Under the lock: takes the body to release it unrun.
-    func takeBody() -> Any? { fatalError("FastFuture internal error: _IsolatedEntry.takeBody") }
+    func takeBody() -> Any?
 }
 
 /// A body on a `Future<Value>`.
+///
+/// - Note: `@unchecked Sendable`: `body` and `result` are touched only under the queue's lock
+///   (see `_IsolatedQueue`); `future` is a weak reference, written once in `init`.
 internal final class _IsolatedBody<Value: Sendable>: _IsolatedEntry, @unchecked Sendable {
     /// Weak: the entry must not keep a pending future alive. A complete future that went away
     /// has delivered its result through the callback first (`result`).
@@ -174,18 +175,18 @@ internal final class _IsolatedBody<Value: Sendable>: _IsolatedEntry, @unchecked 
         self.body = body
     }
 
-    override var isComplete: Bool { future?.isComplete ?? true }
+    var isComplete: Bool { future?.isComplete ?? true }
 
-    override var isFinished: Bool { body == nil }
+    var isFinished: Bool { body == nil }
 
-    override func claim() -> (() -> Void)? {
+    func claim() -> (() -> Void)? {
         guard let body, let result = result ?? future?.peek() else { return nil }
         self.body = nil
         self.result = nil
         return { body(result) }
     }
 
-    override func takeBody() -> Any? {
+    func takeBody() -> Any? {
         defer { body = nil }
         return body
     }
