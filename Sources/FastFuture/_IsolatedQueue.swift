@@ -113,28 +113,29 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// the complete entries it checks again every skipped entry that comes before a picked one,
     /// and starts over if one of them completed meanwhile. So no body runs before an earlier
     /// one whose future was complete by the time the batch was fixed.
+    ///
+    /// One pass: bodies that become ready while it runs (a body registering another on a complete
+    /// future, say) schedule a drain of their own, so other work on the domain gets a turn between
+    /// passes instead of waiting for a body that keeps re-registering itself.
     func drain() {
-        while true {
-            let (snapshot, kept) = lock.withLock { () -> ([any _IsolatedEntry], _IsolatedQueue?) in
-                drainScheduled = false
-                defer { keptForDrain = nil }
-                return (entries, keptForDrain)
-            }
-            var ready: [Bool]
-            repeat {
-                ready = snapshot.map(\.isComplete)
-            } while Self.isTorn(snapshot, ready)
-            var batch: [() -> Void] = []
-            lock.withLock {
-                for (entry, isReady) in zip(snapshot, ready) where isReady {
-                    if let run = entry.claim() { batch.append(run) }
-                }
-                entries.removeAll { $0.isFinished }
-            }
-            withExtendedLifetime(kept) {}  // the queue stays alive until its batch is claimed
-            if batch.isEmpty { return }
-            for run in batch { run() }
+        let (snapshot, kept) = lock.withLock { () -> ([any _IsolatedEntry], _IsolatedQueue?) in
+            drainScheduled = false
+            defer { keptForDrain = nil }
+            return (entries, keptForDrain)
         }
+        var ready: [Bool]
+        repeat {
+            ready = snapshot.map(\.isComplete)
+        } while Self.isTorn(snapshot, ready)
+        var batch: [() -> Void] = []
+        lock.withLock {
+            for (entry, isReady) in zip(snapshot, ready) where isReady {
+                if let run = entry.claim() { batch.append(run) }
+            }
+            entries.removeAll { $0.isFinished }
+        }
+        withExtendedLifetime(kept) {}  // the queue stays alive until its batch is claimed
+        for run in batch { run() }
     }
 
     /// Whether an entry skipped as pending before the last ready one has completed since.

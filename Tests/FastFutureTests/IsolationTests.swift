@@ -452,6 +452,36 @@ struct IsolationTests {
         #expect(released.withLock { $0 } == [true, true], "skipped bodies are released on their actor")
     }
 
+    // MARK: A drain is one pass (from the review)
+
+    /// A main-actor body that keeps registering another on a complete future must not hold the
+    /// main queue: a block queued after its first run gets its turn long before the last one.
+    @Test
+    @MainActor
+    func aReRegisteringBodyLetsOtherMainQueueWorkRun() async throws {
+        final class State {
+            var count = 0
+            var otherRanAt: Int?
+        }
+        let state = State()
+        let done = Promise<Void>()
+        let complete = Future.succeeded(0)
+        let total = 1000
+        func step() {
+            complete.whenSuccess(on: .mainActor) { _ in
+                state.count += 1
+                if state.count == 1 {
+                    DispatchQueue.main.async { MainActor.assumeIsolated { state.otherRanAt = state.count } }
+                }
+                if state.count < total { step() } else { done.succeed() }
+            }
+        }
+        step()
+        try await done.future.value
+        let ranAt = try #require(state.otherRanAt)
+        #expect(ranAt < total, "the other block waited for every re-registered body")
+    }
+
     // MARK: A run body is taken once (from the review)
 
     /// An executor that (against `FutureExecutor`'s rule) runs its work twice, concurrently.
