@@ -20,6 +20,7 @@ let package = Package(
         .executableTarget(
             name: "FastFutureBenchmarks",
             dependencies: [
+                "FastFutureBenchmarkSpec",
                 .product(name: "FastFuture", package: "FastFuture"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -29,6 +30,18 @@ let package = Package(
             path: "Benchmarks/FastFutureBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // What the suite measures: sizes, operations per iteration, exact allocation counts (with
+        // their derivations) and labels; `PrintBenchmarkSpec` prints it as JSON for `scripts/bench`.
+        .target(
+            name: "FastFutureBenchmarkSpec",
+            dependencies: [.product(name: "FastFuture", package: "FastFuture")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PrintBenchmarkSpec",
+            dependencies: ["FastFutureBenchmarkSpec"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The same inner loops as S1/S2/all in a bare process, for callgrind/perf
         // (`scripts/bench-profile`).

@@ -14,15 +14,16 @@
 import Benchmark
 import Dispatch
 import FastFuture
+import FastFutureBenchmarkSpec
 import NIOCore
 import NIOPosix
 
 // MARK: - S4: fan-out contention
 
 func registerS4() {
-    let perThread = Knobs.fanOutCallbacksPerThread
+    let perThread = Sizes.fanOutCallbacksPerThread
     let completeAfter = Knobs.fanOutCompleteAfter
-    for threads in Knobs.fanOutThreads {
+    for threads in Sizes.fanOutThreads {
         for impl in Impl.all {
             let fixture = Fixture()
             Benchmark(
@@ -86,7 +87,7 @@ func registerS4() {
 /// reference, not a product), so the report can say how close `.lockFree` comes to that floor.
 @available(macOS 15.0, iOS 18.0, *)
 private func registerS4Reference(threads: Int) {
-    let perThread = Knobs.fanOutCallbacksPerThread
+    let perThread = Sizes.fanOutCallbacksPerThread
     let completeAfter = Knobs.fanOutCompleteAfter
     let fixture = Fixture()
     Benchmark(
@@ -119,8 +120,8 @@ private func registerS4Reference(threads: Int) {
 // MARK: - S5: fill race
 
 func registerS5() {
-    let count = Knobs.fillRaceFutures
-    for threads in Knobs.fillRaceThreads {
+    let count = Sizes.fillRaceFutures
+    for threads in Sizes.fillRaceThreads {
         for impl in Impl.all {
             let fixture = Fixture()
             Benchmark(

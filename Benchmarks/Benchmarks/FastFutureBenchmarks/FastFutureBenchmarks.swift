@@ -1,8 +1,8 @@
-// FastFuture benchmark suite (issue #5). Run it with `scripts/bench` from the repository root;
-// that script also explains every scenario, computes the per-op numbers and the ratios.
+// FastFuture benchmark suite (issue #5). Run it with `scripts/bench` from the repository root.
 //
-// Names are `<scenario>.<implementation>[.T<threads>]`; `scripts/bench` knows, per
-// scenario, how many operations one measured iteration performs.
+// Names are `<scenario>[.<chain>].<implementation>[.T<threads>]`; `FastFutureBenchmarkSpec`
+// (Benchmarks/Sources) lists every benchmark with the operations one measured iteration performs,
+// the sizes and the exact allocation counts, and `scripts/bench` reads it from there.
 
 import Benchmark
 

@@ -8,6 +8,7 @@
 import Benchmark
 import Dispatch
 import FastFuture
+import FastFutureBenchmarkSpec
 import NIOCore
 import NIOPosix
 
@@ -24,7 +25,7 @@ enum HandoffImpl: Hashable {
 }
 
 func registerS7() {
-    let roundTrips = Knobs.handoffRoundTrips
+    let roundTrips = Sizes.handoffRoundTrips
     for handoff in Impl.all.map(HandoffImpl.future) + [.semaphores] {
         let fixture = Fixture()
         Benchmark(

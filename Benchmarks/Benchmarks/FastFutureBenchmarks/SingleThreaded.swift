@@ -2,10 +2,11 @@
 // every library completes futures and runs callbacks inline on the benchmark thread.
 //
 // Callbacks and transforms here capture nothing, so they are thin closures that allocate nothing:
-// the allocation counts are the libraries' own (hand counts in `scripts/bench`).
+// the allocation counts are the libraries' own (derived in `FastFutureBenchmarkSpec`).
 
 import Benchmark
 import FastFuture
+import FastFutureBenchmarkSpec
 import NIOCore
 import NIOEmbedded
 
@@ -15,7 +16,7 @@ func registerS1() {
     for impl in Impl.all {
         Benchmark(
             "S1.\(impl.label)",
-            configuration: .suite(scalingFactor: .kilo, exactAllocations: impl != .nio)
+            configuration: .suite(scalingFactor: .kilo)
         ) { benchmark in
             switch impl {
             case .fastFuture(let variant):
@@ -67,7 +68,7 @@ func registerS8() {
     for impl in Impl.all {
         Benchmark(
             "S8.\(impl.label)",
-            configuration: .suite(scalingFactor: .kilo, exactAllocations: impl != .nio)
+            configuration: .suite(scalingFactor: .kilo)
         ) { benchmark in
             switch impl {
             case .fastFuture(let variant):
@@ -108,7 +109,7 @@ func registerS2() {
     for impl in Impl.all {
         Benchmark(
             "S2.\(impl.label)",
-            configuration: .suite(scalingFactor: .kilo, exactAllocations: impl != .nio)
+            configuration: .suite(scalingFactor: .kilo)
         ) { benchmark in
             switch impl {
             case .fastFuture(let variant):
@@ -143,7 +144,7 @@ func registerS2() {
 // MARK: - S3: 10,000 pending futures with a callback each, then complete them all
 
 func registerS3() {
-    let count = Knobs.manyFutures
+    let count = Sizes.manyFutures
     for impl in Impl.all {
         Benchmark("S3.\(impl.label)", configuration: .suite()) { benchmark in
             switch impl {
@@ -225,7 +226,7 @@ func registerS6() {
     for flat in [false, true] {
         for impl in Impl.all {
             let kind = flat ? "flatMap" : "map"
-            let length = impl == .nio ? Knobs.nioChainLength : Knobs.chainLength
+            let length = impl == .nio ? Sizes.nioChainLength : Sizes.chainLength
             Benchmark(
                 "S6.\(kind).\(impl.label)",
                 configuration: .suite(
@@ -258,9 +259,9 @@ func registerS6() {
 // MARK: - all: Future.all over 10,000 futures (NIO: whenAllSucceed)
 
 func registerAll() {
-    let count = Knobs.manyFutures
+    let count = Sizes.manyFutures
     for impl in Impl.all {
-        Benchmark("all.\(impl.label)", configuration: .suite(exactAllocations: impl != .nio)) { benchmark in
+        Benchmark("all.\(impl.label)", configuration: .suite()) { benchmark in
             switch impl {
             case .fastFuture(let variant):
                 let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }

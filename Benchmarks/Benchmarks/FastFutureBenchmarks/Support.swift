@@ -4,6 +4,7 @@
 import Benchmark
 import Dispatch
 import FastFuture
+import FastFutureBenchmarkSpec
 import NIOCore
 import NIOPosix
 
@@ -15,9 +16,10 @@ import NIOPosix
 
 // MARK: - Knobs
 
-/// Sizes and durations, in one place. `FF_BENCH_QUICK=1` (set by `scripts/bench --quick`) shrinks the
-/// time spent per benchmark, never the sizes the scenarios are defined with, so a quick run
-/// exercises exactly the code a full run measures.
+/// Durations and stacks. The sizes are `Sizes` (`FastFutureBenchmarkSpec`, with the operations per
+/// iteration and the allocation counts). `FF_BENCH_QUICK=1` (set by `scripts/bench --quick`) shrinks
+/// the time spent per benchmark, never the sizes, so a quick run exercises exactly the code a full
+/// run measures.
 enum Knobs {
     static let quick: Bool = getenv("FF_BENCH_QUICK") != nil
 
@@ -27,10 +29,6 @@ enum Knobs {
     /// S4, S5, S7: longer iterations (milliseconds each), so a longer budget for enough samples.
     static var threadedMaxDuration: Duration { quick ? .milliseconds(150) : .seconds(2) }
 
-    /// S3 and `all`: how many futures per iteration.
-    static let manyFutures = 10_000
-    /// S4: callbacks each registering thread adds per iteration.
-    static let fanOutCallbacksPerThread = 20_000
     /// S4: the completing thread completes the future once worker 0 has registered this many
     /// callbacks (half of its share), so registrations race the completion: those before it push
     /// onto the callback stack and run on the completing thread, those after it find the future
@@ -40,24 +38,8 @@ enum Knobs {
         if let raw = getenv("FF_BENCH_S4_COMPLETE_AFTER"), let value = Int(String(cString: raw)), value >= 0 {
             return value
         }
-        return fanOutCallbacksPerThread / 2
+        return Sizes.fanOutCallbacksPerThread / 2
     }()
-    /// S4 thread counts (registering threads; one more thread completes the future).
-    static let fanOutThreads = [1, 2, 4, 8, 16]
-    /// S5: futures raced for per iteration.
-    static let fillRaceFutures = 10_000
-    /// S5 thread counts (every thread calls `tryComplete` on every future).
-    static let fillRaceThreads = [2, 4, 8, 16]
-    /// S6: steps in the `map` / `flatMap` chains.
-    static let chainLength = 1_000_000
-    /// S6 for NIO: `FF_BENCH_NIO_CHAIN` can lower its chain length should a NIO version not
-    /// complete the full one (swift-nio issue #970); `scripts/bench` reports the length that ran.
-    static let nioChainLength: Int = {
-        if let raw = getenv("FF_BENCH_NIO_CHAIN"), let value = Int(String(cString: raw)), value > 0 { return value }
-        return chainLength
-    }()
-    /// S7: round trips per iteration.
-    static let handoffRoundTrips = 1_000
 
     /// Stack size of the threads FastFuture's S6 chains complete on: the API contract's 512 KiB.
     static let fastFutureChainStack = 512 * 1024
@@ -100,26 +82,20 @@ extension Benchmark.Configuration {
     ///     benchmark lacks over from the benchmark before it.
     ///   - scalingFactor: inner iterations per measured iteration (amortizes framework overhead).
     ///   - threaded: adds `contextSwitchesMetric` (S4, S5, S7).
-    ///   - exactAllocations: if true, `mallocCountTotal` gets a zero tolerance: `scripts/bench
-    ///     --check-allocations` compares it with the static threshold in `Thresholds/` exactly.
     static func suite(
         metrics: [BenchmarkMetric] = [.wallClock, .mallocCountTotal],
         scalingFactor: BenchmarkScalingFactor = .one,
         maxDuration: Duration = Knobs.maxDuration,
         maxIterations: Int = Knobs.maxIterations,
         warmupIterations: Int = 1,
-        threaded: Bool = false,
-        exactAllocations: Bool = false
+        threaded: Bool = false
     ) -> Self {
         .init(
             metrics: metrics + [.throughput] + (threaded ? [contextSwitchesMetric] : []),
             warmupIterations: warmupIterations,
             scalingFactor: scalingFactor,
             maxDuration: maxDuration,
-            maxIterations: maxIterations,
-            thresholds: exactAllocations
-                ? [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0])]
-                : nil
+            maxIterations: maxIterations
         )
     }
 }
