@@ -48,6 +48,7 @@ let package = Package(
         .executableTarget(
             name: "FastFutureProfile",
             dependencies: [
+                "FastFutureBenchmarkSpec",
                 .product(name: "FastFuture", package: "FastFuture"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

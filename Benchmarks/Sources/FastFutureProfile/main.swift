@@ -11,6 +11,7 @@
 // compare with, not a product.
 
 import FastFuture
+import FastFutureBenchmarkSpec
 import NIOCore
 import NIOEmbedded
 
@@ -54,7 +55,7 @@ func s8(_ variant: FutureVariant, _ iterations: Int) {
 
 func all(_ variant: FutureVariant, _ iterations: Int) {
     for _ in 0..<iterations {
-        let promises = (0..<10_000).map { _ in Promise<Int>(variant: variant) }
+        let promises = (0..<Sizes.manyFutures).map { _ in Promise<Int>(variant: variant) }
         let combined = Future.all(promises.map(\.future))
         combined.whenComplete { result in consume(result) }
         for (value, promise) in promises.enumerated() {
@@ -119,7 +120,7 @@ func nioS2(_ iterations: Int) {
 func nioAll(_ iterations: Int) {
     let loop = EmbeddedEventLoop()
     for _ in 0..<iterations {
-        let promises = (0..<10_000).map { _ in loop.makePromise(of: Int.self) }
+        let promises = (0..<Sizes.manyFutures).map { _ in loop.makePromise(of: Int.self) }
         let combined = EventLoopFuture.whenAllSucceed(promises.map(\.futureResult), on: loop)
         combined.whenComplete { result in consume(result) }
         for (value, promise) in promises.enumerated() {
