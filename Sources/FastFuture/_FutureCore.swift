@@ -98,7 +98,7 @@ internal struct _InlineFire {
 /// The state word's encoding, the states of a future, who owns what in each, and who may call what.
 /// (The "How the core works" article has the same diagram, for readers of the documentation.)
 ///
-///     bits 63...4  HEAD       the last node pushed (a `_CallbackNode`, or the embedded node), or 0;
+///     bits 63...4  HEAD       the last node pushed (a callback node, or the embedded node), or 0;
 ///                             nodes are 16-byte aligned, which leaves the 4 bits below free
 ///     bit 3        EMBEDDED   the embedded node has an owner: the registration that set this bit
 ///     bit 2        COMPLETED  the result is published
