@@ -35,7 +35,7 @@ import AtomicsShim
 ///   was set under it). Hence `@unchecked Sendable`.
 //
 // How it works: the words, the states, who owns what and who may call what are documented once,
-// on `_FutureWords` and `_State` in _FutureCore.swift (and in the "How the core works" article).
+// on `_FutureWords` and `_State` in _FutureCore.swift, and in the article HowTheCoreWorks.md.
 public final class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Stored properties
     //

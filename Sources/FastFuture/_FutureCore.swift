@@ -96,7 +96,7 @@ internal struct _InlineFire {
 }
 
 /// The state word's encoding, the states of a future, who owns what in each, and who may call what.
-/// (The "How the core works" article has the same diagram, for readers of the documentation.)
+/// (The article "How the lock-free core works", HowTheCoreWorks.md, has the same diagram.)
 ///
 ///     bits 63...4  HEAD       the last node pushed (a callback node, or the embedded node), or 0;
 ///                             nodes are 16-byte aligned, which leaves the 4 bits below free
