@@ -34,11 +34,8 @@ import AtomicsShim
 ///   and read only after an acquire that observed COMPLETED (or under the mutex after COMPLETED
 ///   was set under it). Hence `@unchecked Sendable`.
 //
-// How it works (see also the "How the core works" article): the first stored property is a
-// pointer-sized atomic state word that is both the fill-once cell and the head of a Treiber stack
-// of callback nodes, `PENDING(head) -claim CAS-> CLAIMED(head) -publish exchange-> COMPLETED`
-// (encoding and argument in `_State`, transitions in `_FutureCore`). A second word holds the
-// upstream that `cancel()` forwards to, a third the waiters (`_WaiterList`).
+// How it works: the words, the states, who owns what and who may call what are documented once,
+// on `_FutureWords` and `_State` in _FutureCore.swift, and in the article HowTheCoreWorks.md.
 public final class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Stored properties
     //

@@ -10,20 +10,29 @@ import AtomicsShim
 
 // MARK: - The words
 
-/// The synchronized words at the start of every future (its first stored property).
+/// The synchronized words at the start of every future (its first stored property), in this
+/// order:
 ///
-/// - `state`: the fill-once cell and the callback stack (see `_State`).
-/// - `upstream`: what `cancel()` forwards to, for a future derived from another (`map`,
-///   `flatMap`, combinators): `_Upstream.none` (0) for a future that has none, a +1 retained
-///   object, or `_Upstream.closed` once the future completed and its completer took the object.
-///   Only non-zero words ever change, so a completer that reads 0 skips the word entirely.
-/// - `waiters`: the threads and tasks blocked in `wait`/`value` (see `_WaiterList`): 0 while
-///   nobody ever waited, then a +1 retained `_WaiterList`, kept until the future's deinit
-///   (changes 0 -> list at most once). Kept apart from the callback stack so that a waiter is woken
-///   as soon as the result is published - never behind callbacks - and can leave its slot when
-///   it gives up.
-/// - `lockWord`: for `.locked`, the lock every transition is made under (see `_FutureLock`);
-///   unused by `.lockFree`. `isLocked` says which: immutable after `init`.
+/// - `state`: the fill-once cell, the head of the callback stack and the embedded node's owner
+///   bit. Its states, who owns what in each, and who may call what: see `_State`.
+/// - `upstream`, the second word: what `cancel()` forwards to, for a future derived from another
+///   (a `map`/`flatMap`/... step's source, the inner future a `flatMap` waits for, a combinator's
+///   shared state, a timer, a retry's attempt in flight): `_Upstream.none` (0), a +1 retained
+///   object, or `_Upstream.closed` (1) once the future completed and its completer took the
+///   object (any thread may swap one object for another until then: `replaceUpstream`). A word
+///   that is 0 when the future is shared stays 0 - only its creator sets it from 0, while the
+///   future is private - so a completer that reads 0 skips the word.
+/// - `waiters`, the third word: the threads and tasks blocked in `wait`/`value`. 0 until the
+///   first waiter, then a +1 retained `_WaiterSegment`: the first segment of slots of the
+///   future's waiter list (see `_WaiterList`), which links the later ones. Set once, by CAS, by
+///   the first waiter; read, never changed, by the completer; released by the future's deinit.
+///   Kept apart from the callback stack so that a waiter is woken as soon as the result is
+///   published - never behind callbacks - and can leave its slot when it gives up.
+/// - `lockWord`: `.locked` only, the lock every transition of the future is made under (and a
+///   combinator's counters, on its own future's lock): a futex lock on Linux, `os_unfair_lock` on
+///   Apple platforms (see `_FutureLock`); unused by `.lockFree`. `isLocked` says which variant
+///   the future is: immutable after `init`.
+/// - The embedded node (`inlineNext`, `inlineFire`, `inlineSlot`): see `_State`.
 @usableFromInline
 internal struct _FutureWords {
     @usableFromInline var state: ff_atomic_word
@@ -31,7 +40,8 @@ internal struct _FutureWords {
     @usableFromInline var waiters: ff_atomic_word
     @usableFromInline var lockWord: _LockStorage
     @usableFromInline let isLocked: Bool
-    /// The first registration's embedded node (see `_State.inline`): its stack link...
+    /// The embedded node, which the first registration can take instead of a node of its own
+    /// (see `_State`): its stack link...
     @usableFromInline var inlineNext: UnsafeMutableRawPointer?
     /// ... what running it does (`_InlineRegistration._fireFromSlot`, specialized where it was
     /// set; `nil` while the slot is empty) ...
@@ -85,38 +95,85 @@ internal struct _InlineFire {
     }
 }
 
-/// The encoding of the state word.
+/// The state word's encoding, the states of a future, who owns what in each, and who may call what.
+/// (The article "How the lock-free core works", HowTheCoreWorks.md, has the same diagram.)
 ///
-///     bits 63...4  head of the callback stack (a `_CallbackNode`; objects are 16-byte aligned), or 0
-///     bit 0  CLAIMED    a completer has won; it is writing the result
-///     bit 1  CANCELLED  the winner was cancel()
-///     bit 2  COMPLETED  the result is published (the stack is then empty for good)
-///     bit 3  INLINE     the future's embedded node is taken by its first registration
+///     bits 63...4  HEAD       the last node pushed (a callback node, or the embedded node), or 0;
+///                             nodes are 16-byte aligned, which leaves the 4 bits below free
+///     bit 3        EMBEDDED   the embedded node has an owner: the registration that set this bit
+///     bit 2        COMPLETED  the result is published
+///     bit 1        CANCELLED  the claim's winner is a cancellation (never set without CLAIMED)
+///     bit 0        CLAIMED    a completer has won the claim; only it writes the result
 ///
-///       ┌── push ──┐                    ┌── push ──┐
-///       ▼          │                    ▼          │
-///     PENDING(head) ──── claim ────▶ CLAIMED(head) ──── publish ────▶ COMPLETED (final)
-///                    (CAS, one winner)               (exchange: takes the whole stack)
+///     Promise(), a derived future                           Future.succeeded(_:), .failed(_:)
+///              │                                                            │
+///              ▼                                                            ▼
+///           PENDING ────── claim ──────▶ CLAIMED ────── publish ──────▶ COMPLETED (terminal)
+///            │  ▲                         │  ▲
+///            └──┘                         └──┘
+///      push, set EMBEDDED           push, set EMBEDDED
 ///
-/// - A registration pushes onto PENDING or CLAIMED and never waits; one that finds COMPLETED
-///   runs its callback at once, on its own thread, even while the completer is still running the
-///   callbacks it took (they were registered while the future was pending; this one was not).
-/// - Everything that reads the result (`peek`, `wait`, `value`, late callbacks) needs only
-///   COMPLETED: nothing waits for the callbacks the completer runs.
-/// - The one wait in the whole state machine: a `cancel()` that loses to a claim waits (spins,
-///   then yields) until the winner publishes, so that the future is complete when it returns.
-///   Between its claim and its publish the winner runs no user code - it writes the result and
-///   exchanges the word - so that wait is a few instructions long unless the winner's thread is
-///   preempted, and then yielding lets it run.
-/// - The first registration needs no node of its own (if it is a `_InlineRegistration`: an
-///   `.inline` callback, an `.inline` map/flatMap step, a flatMap's forward, a combinator's
-///   input): a registrant that sets INLINE (a CAS; only one can) owns the node embedded in the
-///   future (`_FutureWords.inlineNext`/`inlineFire`/`inlineSlot`), fills it, and pushes it like
-///   any other node - so it runs in registration order with the rest. A registrant that finds
-///   INLINE taken allocates a node as before; one whose push finds COMPLETED runs its
-///   registration itself, at once. Nobody waits for the filling registrant: the completer takes only what was pushed.
-///   The embedded node's address is 16 bytes before `inlineNext`, like an object node's
-///   before its `_next`, so the stack code treats both alike (`_CallbackNode._nextField`).
+///     claim         CAS; exactly one winner: a completion, or a cancellation (then CANCELLED too)
+///     publish       exchange, by the claim's winner only: sets COMPLETED, takes the whole stack
+///                   (HEAD becomes 0, EMBEDDED 0); the word never changes again
+///     push          CAS: a node onto the stack; refused once COMPLETED (an `onCancel` handler's
+///                   also once a completion other than a cancellation has claimed)
+///     set EMBEDDED  CAS: the embedded node gets its owner; refused once set, or once COMPLETED
+///
+///                   CLAIMED  CANCELLED  COMPLETED  EMBEDDED  HEAD
+///     PENDING          0         0          0        0 / 1   0 / a node
+///     CLAIMED          1       0 / 1        0        0 / 1   0 / a node
+///     COMPLETED        1       0 / 1        1          0     0
+///
+/// A future starts PENDING (HEAD 0, EMBEDDED 0), or COMPLETED when it is made with its result
+/// (written by `init` before the future is shared). COMPLETED is the only terminal state. CLAIMED
+/// is transient: the winner publishes right after writing the result, running no user code in
+/// between. A future whose promise is dropped dies PENDING: its deinit releases the stack's nodes
+/// and the embedded node's registration without running them.
+///
+/// Who owns what:
+///
+/// - The result cell (`Future._resultCell`). PENDING: empty, touched by no thread. CLAIMED: the
+///   claim's winner's alone; it writes the result, nobody reads it. COMPLETED: immutable, read
+///   by any thread that saw COMPLETED (an acquire load of this word, or a load under the lock),
+///   destroyed by the future's deinit.
+/// - The stack (HEAD and the nodes linked from it). PENDING and CLAIMED: a pushed node belongs
+///   to the stack (an object node with +1), and no thread reads it; a push writes only its own
+///   node's link, before its CAS. The publish hands the whole stack to the claim's winner, which
+///   runs each node once, in registration order, through its thread's trampoline (an `onCancel`
+///   handler only if the winner is a cancellation), and releases it. COMPLETED: HEAD is 0 for
+///   good.
+/// - The embedded node (`_FutureWords.inlineNext`, `inlineFire`, `inlineSlot`). EMBEDDED 0: free,
+///   touched by no thread. EMBEDDED 1: its owner's - the registrant whose CAS set the bit - which
+///   fills it (a callback body, a `map`/`flatMap` step, a `flatMap`'s forward, a combinator's
+///   input: see `_InlineRegistration`) and pushes it like any other node, so it keeps its place
+///   in registration order; from that push on, the stack's. Nobody waits for the owner: the
+///   publish takes only what was pushed. A push that finds COMPLETED hands the node back, and its
+///   owner runs it itself, at once. COMPLETED: the publish cleared the bit and nobody can set it
+///   again; whoever holds the node (the winner, through the stack, or the owner whose push came
+///   too late) runs it once and clears `inlineFire`.
+/// - The upstream and waiters words are not part of this state: see `_FutureWords`.
+///
+/// Who may call what (tagged on each `_FutureCore` method):
+///
+/// - Any thread that holds the future: `loadState`, `loadStateSeqCst`, `claim`, `claimInline`,
+///   `push` (of a node the caller owns), `replaceUpstream`, `mutex`. A registration that finds
+///   PENDING or CLAIMED pushes and never waits; one that finds COMPLETED runs at once, on its own
+///   thread, even while the winner is still running the callbacks it took (those were registered
+///   while the future was pending; this one was not). Everything that reads the result (`peek`,
+///   `wait`, `value`, a late callback) needs only COMPLETED: nothing waits for the callbacks the
+///   winner runs.
+/// - The claim's winner only: writing the result, then `publish`, once.
+/// - A claim's loser that must return a complete future (a cancellation; `timeout`):
+///   `awaitPublished`. The one wait in the whole state machine: it spins, then yields, until the
+///   winner publishes - a few instructions, since the winner runs no user code in between, unless
+///   the winner's thread is preempted, and then yielding lets it run.
+/// - The embedded node's owner only: filling the node, pushing it, `fireInline`.
+/// - The future's deinit only (no other reference is left): `deinitialize`.
+///
+/// `.locked` futures have the same words, states and owners; each transition is one critical
+/// section of the future's lock (see `_FutureWords.lockWord`), with relaxed accesses inside it,
+/// and "saw COMPLETED" means "read it under the lock".
 @usableFromInline
 internal enum _State {
     @usableFromInline static let claimed: UInt = 0b0001
@@ -141,7 +198,7 @@ internal enum _InlineClaim {
     case claimed
     /// Another registration has it (the future was pending when this call looked).
     case taken
-    /// The future is complete (seen with acquire, or under the mutex: the result may be read).
+    /// The future is complete (seen with acquire, or under the lock: the result may be read).
     case completed
 }
 
@@ -162,8 +219,9 @@ internal enum _ClaimOutcome {
 /// specialized and unspecialized code.
 ///
 /// Every transition has a lock-free implementation (C11 atomics, orderings argued at each call)
-/// and a `.locked` one: the same transition inside one critical section of the future's mutex,
-/// with relaxed accesses (the mutex orders them).
+/// and a `.locked` one: the same transition inside one critical section of the future's lock
+/// (`_FutureLock`), with relaxed accesses (the lock orders them). Each method says which threads
+/// may call it, in the terms of `_State`.
 @usableFromInline
 internal struct _FutureCore {
     @usableFromInline let words: UnsafeMutablePointer<_FutureWords>
@@ -194,6 +252,8 @@ internal struct _FutureCore {
     }
 
     /// `nil` for `.lockFree`; the lock of a `.locked` future.
+    ///
+    /// Called by: any thread.
     @inlinable
     var mutex: _FutureLock? {
         // `isLocked` is immutable after init: a plain read (of the field alone: `words.pointee`
@@ -217,6 +277,8 @@ internal struct _FutureCore {
     // MARK: Load
 
     /// Loads the state word.
+    ///
+    /// Called by: any thread.
     @inlinable
     func loadState() -> UInt {
         if let mutex { return loadStateLocked(mutex) }
@@ -226,6 +288,8 @@ internal struct _FutureCore {
     }
 
     /// Loads the state word, sequentially consistent (see `_WaiterList.insert`).
+    ///
+    /// Called by: any thread (a waiter, after taking its slot).
     @inlinable
     func loadStateSeqCst() -> UInt {
         if let mutex { return loadStateLocked(mutex) }
@@ -241,7 +305,10 @@ internal struct _FutureCore {
 
     // MARK: Claim
 
-    /// Tries to become the future's one completer.
+    /// Tries to become the future's one completer: PENDING -> CLAIMED, for one caller only.
+    ///
+    /// Called by: any thread (a promise's completion, a `cancel()`, a step completing its derived
+    /// future).
     @inlinable
     func claim(byCancel: Bool) -> _ClaimOutcome {
         let flags = byCancel ? _State.claimed | _State.cancelled : _State.claimed
@@ -274,9 +341,12 @@ internal struct _FutureCore {
     }
 
     /// Waits until the claim's winner has published its result: the only wait in the state
-    /// machine (see `_State`). Used by a `cancel()` that lost, which must return a complete
-    /// future. Bounded: the winner runs no user code between its claim and its publish, so
-    /// this spins a few rounds and then yields its time slice to a winner that was preempted.
+    /// machine (see `_State`). Bounded: the winner runs no user code between its claim and its
+    /// publish, so this spins a few rounds and then yields its time slice to a winner that was
+    /// preempted.
+    ///
+    /// Called by: a claim's loser that must return a complete future or read its result (a
+    /// `cancel()`, a `timeout` whose cancellation of its source lost).
     @usableFromInline @inline(never)
     func awaitPublished() {
         var spins = 0
@@ -292,8 +362,11 @@ internal struct _FutureCore {
 
     // MARK: The embedded node
 
-    /// Takes the embedded node for the first registration: `.claimed` for one caller only, and
-    /// never once the future is complete (then `.completed`, and the result may be read).
+    /// Takes the embedded node for the first registration (sets EMBEDDED): `.claimed` for one
+    /// caller only, which is then the node's owner; never once the future is complete (then
+    /// `.completed`, and the result may be read).
+    ///
+    /// Called by: any thread (a registrant).
     @inlinable
     func claimInline() -> _InlineClaim {
         if let mutex { return claimInlineLocked(mutex) }
@@ -326,8 +399,10 @@ internal struct _FutureCore {
         }
     }
 
-    /// Runs the embedded node (its owner: the completer that took it, or the registrant whose
-    /// push found the future complete), and releases what it held.
+    /// Runs the embedded node, and releases what it held.
+    ///
+    /// Called by: the embedded node's owner only - the claim's winner that took it with the
+    /// stack, or the registrant whose push found the future complete.
     @inlinable
     func fireInline(_ future: AnyObject) {
         let field = inlineFire
@@ -356,8 +431,10 @@ internal struct _FutureCore {
 
     /// Publishes the result written by the claim's winner: sets COMPLETED and takes the callback
     /// stack (LIFO, owned), the upstream object (+1, or `_Upstream.none`) and the waiter list
-    /// (unowned: the future keeps it; or 0). Only the winner calls this; it then wakes the
-    /// waiters and runs the stack.
+    /// (unowned: the future keeps it; or 0). The winner then wakes the waiters and runs the
+    /// stack.
+    ///
+    /// Called by: the claim's winner only, once, after writing the result.
     @inlinable
     func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt) {
         let final = _State.completed | _State.claimed | (byCancel ? _State.cancelled : 0)
@@ -372,7 +449,7 @@ internal struct _FutureCore {
         // acq_rel: the exchange is a full barrier there, the load an ordinary or `ldar` load.)
         let old = ff_atomic_word_exchange_seq_cst(state, final)
         var takenUpstream = _Upstream.none
-        // relaxed: a word that reads 0 was 0 since init and never changes (see `_FutureWords`).
+        // relaxed: a word that is 0 once the future is shared stays 0 (see `_FutureWords`).
         if ff_atomic_word_load_relaxed(upstream) != _Upstream.none {
             // acquire: pairs with the release in `replaceUpstream`, which published the object.
             takenUpstream = ff_atomic_word_exchange_acquire(upstream, _Upstream.closed)
@@ -416,6 +493,9 @@ internal struct _FutureCore {
     /// Pushes an owned node (or the embedded node, by its owner) onto the callback stack (a
     /// Treiber push).
     ///
+    /// Called by: the node's owner only (any thread that made the node; for the embedded node,
+    /// the registrant that set EMBEDDED).
+    ///
     /// - Returns: `nil` if the node was pushed (the stack owns it now); otherwise the state word
     ///   that refused it (see `refusesPush`). The caller keeps the node then.
     @inlinable
@@ -450,7 +530,11 @@ internal struct _FutureCore {
 
     // MARK: Upstream
 
-    /// Points the upstream word at `newUpstream` (flatMap: from the source to the inner future).
+    /// Points the upstream word at `newUpstream` (flatMap: from the source to the inner future;
+    /// retry: at the attempt or the timer in flight; a combinator or a delayed future: at its
+    /// state or timer, before the future is shared).
+    ///
+    /// Called by: any thread (the one driving the derived future).
     ///
     /// - Returns: `false` if the future has already completed (the word is closed); then nothing
     ///   was stored.
@@ -485,6 +569,8 @@ internal struct _FutureCore {
 
     /// Frees what a future holds at its end (its last reference is gone, so no other thread can
     /// touch the words: relaxed loads suffice, ordered by the reference count's release/acquire).
+    ///
+    /// Called by: the future's deinit only.
     @usableFromInline
     func deinitialize() {
         let current = ff_atomic_word_load_relaxed(state)

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// cancel() on a derived future reaches its source, a flatMap's inner future and a
-/// combinator's inputs (API.md, "cancel()").
+/// combinator's inputs (the contract documented on `Future.cancel()` and in the Cancellation
+/// article).
 @Suite("Cancellation propagation")
 struct CancellationPropagationTests {
     @Test(arguments: FutureVariant.allCases)
@@ -109,8 +110,7 @@ struct CancellationPropagationTests {
     }
 
     /// The cancellation reaches upstream before the cancelled future's own callbacks run, so a
-    /// racing cancel() that parks behind those callbacks finds it delivered (found in review:
-    /// it used to be forwarded after the callbacks).
+    /// racing cancel() that parks behind those callbacks finds it delivered.
     @Test(arguments: FutureVariant.allCases)
     func cancellationIsForwardedBeforeTheCancelledFuturesCallbacksRun(variant: FutureVariant) throws {
         let source = Promise<Int>(variant: variant)
@@ -145,9 +145,9 @@ struct CancellationPropagationTests {
         #expect(source.isCancelled && sourceHandlerRan.snapshot)
     }
 
-    /// API.md: onCancel handlers run "at once, on the calling thread, if it already was"
-    /// cancelled - also while the cancelling thread is still running callbacks (found in review:
-    /// the handler used to be queued to that thread).
+    /// `Promise.onCancel`: a handler registered on a future that already was cancelled runs at
+    /// once, on the calling thread - also while the cancelling thread is still running callbacks
+    /// (not queued to that thread).
     @Test(arguments: FutureVariant.allCases)
     func onCancelOnACancelledFutureRunsAtOnceEvenWhileTheCancellerRunsCallbacks(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)

@@ -3,7 +3,7 @@ import FastFuture
 import Foundation
 import Testing
 
-/// all / allSettled / first / race / reduce (API.md, "Combinators").
+/// all / allSettled / first / race / reduce, as their documentation on `Future` describes them.
 @Suite("Combinators")
 struct CombinatorTests {
     static func promises(_ count: Int, _ variant: FutureVariant) -> [Promise<Int>] {

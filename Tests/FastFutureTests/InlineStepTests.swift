@@ -241,7 +241,7 @@ import Testing
         #expect(raceInputs[0].isCancelled && raceInputs[1].isCancelled)
     }
 
-    // From the adversarial review of the embedded-node steps.
+    // Adversarial cases of the embedded-node steps.
 
     @Test(
         "100k chained forwards (each flatMap returns the previous derived future) complete and cancel iteratively",

@@ -326,7 +326,7 @@ struct IsolationTests {
         #expect(try await consumer.value == 8)
     }
 
-    // MARK: Order against a concurrent completer (from the review)
+    // MARK: Order against a concurrent completer
 
     @Test(arguments: FutureVariant.allCases)
     @MainActor
@@ -402,7 +402,7 @@ struct IsolationTests {
         #expect(await recorder.take() == [0, 1])
     }
 
-    // MARK: Where skipped bodies are released (from the review)
+    // MARK: Where skipped bodies are released
 
     /// Marks the main queue, the main actor's executor. (On Linux an `async` `main` runs the main
     /// queue on a thread other than the process's first one, so `Thread.isMainThread` cannot tell.)
@@ -452,7 +452,7 @@ struct IsolationTests {
         #expect(released.withLock { $0 } == [true, true], "skipped bodies are released on their actor")
     }
 
-    // MARK: A drain is one pass (from the review)
+    // MARK: A drain is one pass
 
     /// A main-actor body that keeps registering another on a complete future must not hold the
     /// main queue: a block queued after its first run gets its turn long before the last one.
@@ -482,7 +482,7 @@ struct IsolationTests {
         #expect(ranAt < total, "the other block waited for every re-registered body")
     }
 
-    // MARK: A run body is taken once (from the review)
+    // MARK: A run body is taken once
 
     /// An executor that (against `FutureExecutor`'s rule) runs its work twice, concurrently.
     struct Twice: FutureExecutor {

@@ -2,7 +2,11 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// The seeds' own examples (`shared/seeds/`), written with FastFuture.
+/// Examples from the documentation of other future libraries (HLDeferred, SPTask,
+/// mozilla/deferred), written with FastFuture: each test replays one library's own usage - a login
+/// followed by requests gathered with "fire on first error", steps on named queues and the
+/// cancellation of a whole tree, fill-once with `all`/`any`/`both` - and checks the results,
+/// callback order and cancellations FastFuture gives there.
 @Suite("Seed scenarios")
 struct SeedScenarioTests {
     /// A fake network: every request is a promise the test completes.

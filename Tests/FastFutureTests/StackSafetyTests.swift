@@ -2,7 +2,8 @@ import FastFuture
 import Testing
 
 /// Deep chains complete on a thread with a 512 KiB stack: inline callbacks are trampolined, never
-/// recursed (API.md, "Callbacks"). A recursive implementation overflows within a few thousand steps.
+/// recursed (the Threading article, "The trampoline"). A recursive implementation overflows
+/// within a few thousand steps.
 @Suite("Stack safety")
 struct StackSafetyTests {
     /// 512 KiB: a recursive implementation overflows it within a few thousand steps.

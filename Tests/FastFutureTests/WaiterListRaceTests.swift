@@ -3,10 +3,9 @@ import FastFuture
 import Foundation
 import Testing
 
-/// The waiter list under races (first written as reproducers by an adversarial review): thread
-/// waiters that block, time out and come back while another thread completes the future, and
-/// enough of them at once that segments are appended while the completer wakes the list. A lost
-/// wake-up hangs a plain `wait()` (the time limit fails it) or times out a 5 s wait.
+/// The waiter list under races: thread waiters that block, time out and come back while another
+/// thread completes the future, and enough of them at once that segments are appended while the
+/// completer wakes the list. A lost wake-up hangs a plain `wait()` (the time limit fails it) or times out a 5 s wait.
 @Suite("Waiter list races", .serialized)
 struct WaiterListRaceTests {
     /// Per round: a completer, blocked waiters (wait(), wait(timeout: 5 s)) and churners that

@@ -38,9 +38,9 @@
 //
 // Built with `-DFF_EXPLORE` (C) and `-DFF_EXPLORE` (Swift), every operation below first calls
 // `ff_explore_point`, so that a test harness can run a scenario's threads one at a time and pick,
-// at each operation, which thread goes next (see "How the core works", "Exploring
-// interleavings"). Without the define, `FF_EXPLORE_POINT` expands to nothing and the
-// functions compile exactly as before.
+// at each operation, which thread goes next (see the article "How the lock-free core works",
+// "Exploring interleavings"). Without the define, `FF_EXPLORE_POINT` expands to nothing: the
+// functions are the plain atomic operations.
 #if defined(FF_EXPLORE)
 
 /// What an exploration point is about to do: the operation's kind (low 4 bits), its memory
