@@ -6,7 +6,8 @@
 //
 // Bodies go through the actor's `_IsolatedQueue`, made while the caller is isolated to the actor:
 // it drains in tasks whose operation is isolated to the actor (enqueued directly on its
-// executor), and each drain runs every body whose future is complete, in registration order.
+// executor), and each drain runs the bodies of every future whose completion has reached the
+// queue, in registration order (its work is proportional to those bodies).
 
 extension Future {
     /// Runs `body` on `actor` with the result, after the future completes.
@@ -30,10 +31,12 @@ extension Future {
     ///   - body: The callback, isolated to `actor`. It need not be `Sendable`.
     /// - Note: `body` always runs later, on `actor` - never inside `succeed` or this call. Bodies
     ///   for one actor run in registration order: none runs before a body registered earlier
-    ///   whose future is complete by then (bodies of one future always keep their order), whatever
-    ///   threads complete the futures and whatever the tasks' priorities. Costs a callback on the
-    ///   future and a small entry; completions that come close together share one task on the
-    ///   actor. While the future is pending, the registration holds the actor (as a body
+    ///   whose future's completion has reached the actor's queue by then - its completer ran the
+    ///   callback that the future's first body for the actor registered, or a body was registered
+    ///   on the complete future (bodies of one future always keep their order), whatever threads
+    ///   complete the futures and whatever the tasks' priorities. Costs a small entry, and a
+    ///   callback on the future for its first body for the actor; completions that come close
+    ///   together share one task on the actor, whose work is proportional to the bodies it runs. While the future is pending, the registration holds the actor (as a body
     ///   capturing `self` would). To see the result after the body ran, await a future derived
     ///   with ``map(on:_:)-(Actor,_)``: `value` waiters are woken as soon as the result exists,
     ///   before any body runs.

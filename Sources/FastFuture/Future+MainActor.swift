@@ -29,9 +29,12 @@ extension Future {
     ///   - body: The callback, isolated to the main actor.
     /// - Note: `body` always runs later, on the main queue - never inside `succeed` or this call,
     ///   even when the future is already complete. Main-actor bodies run in registration order:
-    ///   none runs before a body registered earlier whose future is complete by then (bodies of
-    ///   one future always keep their order). Costs a callback on the future and a small entry;
-    ///   completions that come close together share one main-queue block.
+    ///   none runs before a body registered earlier whose future's completion has reached the
+    ///   main actor's queue by then - its completer ran the callback that the future's first
+    ///   main-actor body registered, or a body was registered on the complete future (bodies of
+    ///   one future always keep their order). Costs a small entry, and a callback on the future
+    ///   for its first main-actor body; completions that come close together share one
+    ///   main-queue block, whose work is proportional to the bodies it runs.
     public func whenComplete(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void

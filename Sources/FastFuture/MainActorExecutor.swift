@@ -18,7 +18,8 @@ import Dispatch
 /// With the main-actor overloads (`whenComplete(on: .mainActor)`, `map(on: .mainActor)`, ...),
 /// bodies run after the call that registered them has returned - never synchronously inside
 /// `succeed` or `whenComplete`, even when both happen on the main actor - and in registration
-/// order: none runs before a body registered earlier whose future is complete by then.
+/// order: none runs before a body registered earlier whose future's completion has reached the
+/// main actor's queue by then (see ``Future/whenComplete(on:_:)-(MainActorExecutor,_)``).
 ///
 /// - Note: The main actor runs its work on the main dispatch queue. Something must drain it: an
 ///   app's run loop, an `async` `main` function, `dispatchMain()`, or the test runner while a test
