@@ -381,8 +381,8 @@
         /// Checked: the continuation is resumed exactly once (never, on the fast path), with the
         /// future's result or `CancellationError` - the result if the completer or the task itself
         /// resumed it, `CancellationError` if the cancellation did; no lost wake-up (once the
-        /// completer returned, or the cancellation handler returned, with the task suspended, it
-        /// has been resumed); the slot is free afterwards and the future, the waiter and its list
+        /// completer or the cancellation handler returned and the task suspended - in either
+        /// order - it has been resumed); the slot is free afterwards and the future, the waiter and its list
         /// are freed; `value` never touches the future (T1's completion is its result), while
         /// `cancellingValue` cancels it exactly when the task's cancellation came before the
         /// completion (the completion then lost), and the task then sees `CancellationError`.
@@ -412,7 +412,14 @@
                             if slot == nil { task.waiter.wake(future) }
                         }
                         // Suspended until resumed (the resumer's clock: what the resume publishes).
+                        // No lost wake-up: if the completer or the cancellation already returned,
+                        // the continuation was resumed before the task could suspend.
                         task.suspended = true
+                        if task.completerReturned || task.cancelReturned {
+                            log.expect(
+                                !task.resumptions.isEmpty,
+                                "lost wake-up: the task suspends after the completion or the cancellation returned")
+                        }
                         Explorer.block { !task.resumptions.isEmpty }
                         ExploreRuntime.shared.acquire(task.clock)
                         task.returned = task.resumptions[0].result
@@ -426,6 +433,7 @@
                         }
                         // Its call completed the future: it woke every waiter before returning.
                         let won = byCancel ? log.threadOf["onCancel"] == 1 : log.count("completed") == 1
+                        task.completerReturned = won
                         if won, task.suspended {
                             log.expect(
                                 !task.resumptions.isEmpty,
@@ -434,6 +442,7 @@
                     },
                     {
                         task.waiter.cancel()
+                        task.cancelReturned = true
                         if task.suspended {
                             log.expect(
                                 !task.resumptions.isEmpty,
@@ -719,6 +728,10 @@
         var clock: [Int] = []
         /// The task reached its suspension point (the continuation closure returned).
         var suspended = false
+        /// The call that completed the future returned (it woke the waiters it found).
+        var completerReturned = false
+        /// The task's cancellation handler (`waiter.cancel()`) returned.
+        var cancelReturned = false
         /// What `await value` returned or threw.
         var returned: Result<ExplorePayload, any Error>?
 
