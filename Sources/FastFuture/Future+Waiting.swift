@@ -172,7 +172,7 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
     // ORDER MATTERS: `_word` must be the first stored property (see `Future._words`); the
     // superclass `_Waiter` has none.
     private var _word: ff_atomic_word
-    @exclusivity(unchecked) private var continuation: UnsafeContinuation<Value, any Error>?
+    @exclusivity(unchecked) private var continuation: _AsyncWaiterContinuation<Value>?
 
     private static var empty: UInt { 0 }
     private static var cancelledEarly: UInt { 1 }
@@ -194,7 +194,7 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
 
     /// Installs the continuation. Returns `false` (having resumed it with `CancellationError`)
     /// if the task was cancelled first.
-    func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
+    func install(_ continuation: _AsyncWaiterContinuation<Value>) -> Bool {
         self.continuation = continuation
         var expected = Self.empty
         // release: publishes `continuation` to the CAS that will resume it. (The acquire half is
@@ -216,7 +216,7 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
         takeContinuation()?.resume(throwing: CancellationError())
     }
 
-    private func takeContinuation() -> UnsafeContinuation<Value, any Error>? {
+    private func takeContinuation() -> _AsyncWaiterContinuation<Value>? {
         var expected = Self.installed
         // acquire: pairs with the release in `install`, making `continuation` visible.
         guard ff_atomic_word_cmpxchg_strong_acquire_acquire(word, &expected, Self.resumed) else { return nil }

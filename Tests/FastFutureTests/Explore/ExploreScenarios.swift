@@ -134,7 +134,8 @@
     extension ExploreScenario {
         static let all: [ExploreScenario] = [
             claimVsClaim, completeVsCancel, pushVsPublish, twoRegistrantsVsPublish, lateRegistration,
-            waiterVsPublish, waiterGivesUpVsPublish, chainCancelVsCompletion, flatMapBothEnds,
+            waiterVsPublish, waiterGivesUpVsPublish, awaitCancelledVsSucceed, awaitCancelledVsCancel,
+            cancellingValueVsSucceed, chainCancelVsCompletion, flatMapBothEnds,
             combinatorVsCompletionAndCancel, firstVsCompletions,
             lockedMutex,
         ]
@@ -357,6 +358,161 @@
             return run
         }
 
+        /// `await value` whose task is cancelled, racing the completion (`succeed`).
+        static let awaitCancelledVsSucceed = awaitCancelled("await-cancelled-vs-succeed", byCancel: false)
+        /// `await value` whose task is cancelled, racing `cancel()` of the future.
+        static let awaitCancelledVsCancel = awaitCancelled("await-cancelled-vs-cancel", byCancel: true)
+        /// `await cancellingValue` whose task is cancelled, racing the completion (`succeed`).
+        static let cancellingValueVsSucceed = awaitCancelled(
+            "cancellingValue-vs-succeed", byCancel: false, cancelling: true)
+
+        /// A task in `await future.value` (or `cancellingValue`) is cancelled while the future
+        /// completes. `_AsyncWaiter`'s real protocol runs on harness threads, with a probe for the
+        /// task's continuation (see `_AsyncWaiterContinuation`):
+        /// - T0 is the awaiting task, step for step as the `value` getter: the fast path (`peek()`);
+        ///   else install the continuation, insert the waiter, wake it itself if the future is
+        ///   complete by then; suspend (modelled: it parks until the continuation is resumed); once
+        ///   resumed, the getter's `defer` gives the slot up (`_WaiterList.remove`).
+        /// - T1 completes the future: `succeed`, or `cancel()`.
+        /// - T2 cancels the task: it runs what the task's cancellation handlers run, innermost
+        ///   first as the runtime does - `waiter.cancel()` (`value`'s handler), then, for
+        ///   `cancellingValue`, `future.cancel()`.
+        ///
+        /// Checked: the continuation is resumed exactly once (never, on the fast path), with the
+        /// future's result or `CancellationError` - the result if the completer or the task itself
+        /// resumed it, `CancellationError` if the cancellation did; no lost wake-up (once the
+        /// completer or the cancellation handler returned and the task suspended - in either
+        /// order - it has been resumed); the slot is free afterwards and the future, the waiter and its list
+        /// are freed; `value` never touches the future (T1's completion is its result), while
+        /// `cancellingValue` cancels it exactly when the task's cancellation came before the
+        /// completion (the completion then lost), and the task then sees `CancellationError`.
+        static func awaitCancelled(_ name: String, byCancel: Bool, cancelling: Bool = false) -> ExploreScenario {
+            ExploreScenario(name) { variant in
+                let run = ExploreRun()
+                let log = run.log
+                let promise = Promise<ExplorePayload>(variant: variant)
+                let future = promise.future
+                let task = ExploreAwait()
+                run.watch(future, "future")
+                run.watch(task.waiter, "waiter")
+                promise.onCancel { log.event("onCancel") }
+                run.threads = [
+                    {
+                        // The `value` getter, as the awaiting task runs it.
+                        if let result = future.peek() {
+                            task.returned = result
+                            log.event("fast-path")
+                            return
+                        }
+                        let core = future._core
+                        var slot: _WaiterList.Slot?
+                        let continuation = _AsyncWaiterContinuation<ExplorePayload>(probe: { task.resume($0) })
+                        if task.waiter.install(continuation) {
+                            slot = _WaiterList.insert(task.waiter, core: core)
+                            if slot == nil { task.waiter.wake(future) }
+                        }
+                        // Suspended until resumed (the resumer's clock: what the resume publishes).
+                        // No lost wake-up: if the completer or the cancellation already returned,
+                        // the continuation was resumed before the task could suspend.
+                        task.suspended = true
+                        if task.completerReturned || task.cancelReturned {
+                            log.expect(
+                                !task.resumptions.isEmpty,
+                                "lost wake-up: the task suspends after the completion or the cancellation returned")
+                        }
+                        Explorer.block { !task.resumptions.isEmpty }
+                        ExploreRuntime.shared.acquire(task.clock)
+                        task.returned = task.resumptions[0].result
+                        if let slot { _WaiterList.remove(slot, waiter: task.waiter, mutex: core.mutex) }
+                    },
+                    {
+                        if byCancel {
+                            future.cancel()
+                        } else if promise.tryComplete(.success(ExplorePayload(1))) {
+                            log.event("completed")
+                        }
+                        // Its call completed the future: it woke every waiter before returning.
+                        let won = byCancel ? log.threadOf["onCancel"] == 1 : log.count("completed") == 1
+                        task.completerReturned = won
+                        if won, task.suspended {
+                            log.expect(
+                                !task.resumptions.isEmpty,
+                                "lost wake-up: the completer returned, the task is still suspended")
+                        }
+                    },
+                    {
+                        task.waiter.cancel()
+                        task.cancelReturned = true
+                        if task.suspended {
+                            log.expect(
+                                !task.resumptions.isEmpty,
+                                "the task's cancellation returned, the task is still suspended")
+                        }
+                        if cancelling { future.cancel() }
+                    },
+                ]
+                run.check = {
+                    guard let final = future.peek() else {
+                        log.expect(false, "the future is pending")
+                        return
+                    }
+                    let cancelled = final.isCancellation
+                    let fastPath = log.count("fast-path") == 1
+                    log.expect(task.resumptions.count == (fastPath ? 0 : 1), "resumed \(task.resumptions.count) times")
+                    for (result, thread) in task.resumptions {
+                        switch thread {
+                        case 1:
+                            log.expect(
+                                result.payloadID == final.payloadID && result.isCancellation == cancelled,
+                                "the completer resumed with another result")
+                        case 2: log.expect(result.isCancellation, "the cancellation resumed with a value")
+                        default:
+                            log.expect(
+                                result.isCancellation || result.payloadID == final.payloadID,
+                                "the task resumed itself with another result")
+                        }
+                    }
+                    if let returned = task.returned {
+                        log.expect(returned.isCancellation || returned.payloadID == 1, "the task got \(returned)")
+                        if let id = returned.payloadID {
+                            log.expect(final.payloadID == id, "the task got a value the future does not have")
+                        }
+                    } else {
+                        log.expect(false, "the task never returned")
+                    }
+                    if byCancel || cancelling {
+                        // T1's cancel (if it won), or the task's cancellation when it came before T1.
+                        log.expect(cancelled == (log.count("completed") == 0), "cancelled \(cancelled), \(log.events)")
+                        if cancelled && !byCancel {
+                            log.expect(
+                                task.returned?.isCancellation == true, "the future was cancelled, the task got a value")
+                        }
+                    } else {
+                        log.expect(
+                            log.count("completed") == 1 && final.payloadID == 1,
+                            "value cancelled the future: \(log.events)")
+                    }
+                    if byCancel {
+                        log.expect(
+                            log.threadOf["onCancel"] == 1 || cancelling,
+                            "the future was cancelled by \(String(describing: log.threadOf["onCancel"]))")
+                    }
+                    log.expect(
+                        log.count("onCancel") == (cancelled ? 1 : 0), "onCancel ran \(log.count("onCancel")) times")
+                    log.expect(future._waiterCounts.occupied == 0, "a waiter slot is still taken")
+                    let list = ff_atomic_word_load_relaxed(future._core.waiters)
+                    if list > _WaiterList.fired {
+                        let segment = Unmanaged<_WaiterSegment>.fromOpaque(
+                            UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped
+                        )
+                        .takeUnretainedValue()
+                        run.watch(segment, "waiter list")
+                    }
+                }
+                return run
+            }
+        }
+
         /// A `map` then `flatMap` chain: the source completes while the end of the chain is
         /// cancelled. Every future ends complete; the cancellation reaches whatever the chain
         /// waits on - the source, or the inner future if the `flatMap` body ran - and `onCancel`
@@ -558,6 +714,31 @@
                 log.expect(ff_atomic_u32_load_relaxed(storage.word) == 0, "the lock word is not 0 at the end")
             }
             return run
+        }
+    }
+
+    /// The awaiting task of an `await value` scenario: its waiter, and what its continuation saw.
+    ///
+    /// - Note: `@unchecked Sendable`: see `ExploreLog`.
+    final class ExploreAwait: @unchecked Sendable {
+        let waiter = _AsyncWaiter<ExplorePayload>()
+        /// Every resumption of the continuation: its result and the scenario thread that resumed it.
+        var resumptions: [(result: Result<ExplorePayload, any Error>, thread: Int?)] = []
+        /// The first resumer's clock (what resuming a continuation publishes to the task).
+        var clock: [Int] = []
+        /// The task reached its suspension point (the continuation closure returned).
+        var suspended = false
+        /// The call that completed the future returned (it woke the waiters it found).
+        var completerReturned = false
+        /// The task's cancellation handler (`waiter.cancel()`) returned.
+        var cancelReturned = false
+        /// What `await value` returned or threw.
+        var returned: Result<ExplorePayload, any Error>?
+
+        /// The probe the continuation resumes.
+        func resume(_ result: Result<ExplorePayload, any Error>) {
+            if resumptions.isEmpty { clock = ExploreRuntime.shared.currentClock() }
+            resumptions.append((result, ExploreRuntime.shared.running))
         }
     }
 
