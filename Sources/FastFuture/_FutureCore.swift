@@ -31,17 +31,16 @@ internal struct _FutureWords {
     @usableFromInline var waiters: ff_atomic_word
     @usableFromInline var lockWord: _LockStorage
     @usableFromInline let isLocked: Bool
-    /// The first registration's embedded node (see `_State.inline`): its stack link...
-    @usableFromInline var inlineNext: UnsafeMutableRawPointer?
-    /// ... what running it does (`_InlineRegistration._fireFromSlot`, specialized where it was
+    /// The first registration's embedded node (see `_State.embedded`): its stack link...
+    @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
+    /// ... what running it does (`_Registration._fireFromSlot`, specialized where it was
     /// set; `nil` while the slot is empty) ...
-    @usableFromInline var inlineFire: _InlineFire
-    /// ... and the registration itself, in raw memory (a callback body, a `map`/`flatMap` step's
-    /// derived future and transform, a `flatMap`'s forward, a combinator's input: see
-    /// `_InlineRegistration`). Written by the node's owner before the
-    /// push that publishes it; moved out by whoever runs it, or destroyed by the future's deinit
-    /// if it never ran.
-    @usableFromInline var inlineSlot: _InlineSlot
+    @usableFromInline var embeddedFire: _EmbeddedFire
+    /// ... and the registration itself, in raw memory (a callback, a `map`/`flatMap` step, a
+    /// `flatMap`'s forward, a combinator's input: see `_Registration`). Written by the node's
+    /// owner before the push that publishes it; moved out by whoever runs it, or destroyed by the
+    /// future's deinit if it never ran.
+    @usableFromInline var embeddedSlot: _EmbeddedSlot
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
@@ -50,23 +49,16 @@ internal struct _FutureWords {
         self.waiters = ff_atomic_word_make(0)
         self.lockWord = .unlocked
         self.isLocked = variant == .locked
-        self.inlineNext = nil
-        self.inlineFire = _InlineFire(fire: nil)
-        self.inlineSlot = _InlineSlot()
+        self.embeddedNext = nil
+        self.embeddedFire = _EmbeddedFire(fire: nil)
+        self.embeddedSlot = (0, 0, 0)
     }
 }
 
 /// Raw storage for the embedded node's registration: three words, word-aligned - room for a
 /// closure and one reference, which is what the registrations kept there need.
 @usableFromInline
-internal struct _InlineSlot {
-    @usableFromInline var words: (UInt, UInt, UInt)
-
-    @inlinable
-    init() {
-        words = (0, 0, 0)
-    }
-}
+internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
 
 /// What running a future's embedded node does. A struct around the function, so that the field
 /// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
@@ -76,7 +68,7 @@ internal struct _InlineSlot {
 /// `source` (the complete future, unretained: the caller holds it for the call); with
 /// `source == nil` it only destroys it (the future died pending).
 @usableFromInline
-internal struct _InlineFire {
+internal struct _EmbeddedFire {
     @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?
 
     @inlinable
@@ -122,7 +114,7 @@ internal enum _State {
     @usableFromInline static let claimed: UInt = 0b0001
     @usableFromInline static let cancelled: UInt = 0b0010
     @usableFromInline static let completed: UInt = 0b0100
-    @usableFromInline static let inline: UInt = 0b1000
+    @usableFromInline static let embedded: UInt = 0b1000
     @usableFromInline static let flagMask: UInt = 0b1111
     @usableFromInline static let pointerMask: UInt = ~flagMask
 }
@@ -134,9 +126,9 @@ internal enum _Upstream {
     @usableFromInline static let closed: UInt = 1
 }
 
-/// What `claimInline` found.
+/// What `claimEmbedded` found.
 @usableFromInline
-internal enum _InlineClaim {
+internal enum _EmbeddedClaim {
     /// The embedded node is this caller's to fill and push.
     case claimed
     /// Another registration has it (the future was pending when this call looked).
@@ -207,11 +199,12 @@ internal struct _FutureCore {
                 .assumingMemoryBound(to: _LockStorage.self))
     }
 
-    /// The embedded node's address, as the stack links it: 16 bytes before `inlineNext`, where
-    /// an object node's header ends and its `_next` begins.
+    /// The embedded node's address, as the stack links it: an object header's size before
+    /// `embeddedNext`, as an object node's address is before its `_next`.
     @inlinable
-    var inlineNode: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineNext).unsafelyUnwrapped - 16
+    var embeddedNode: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedNext).unsafelyUnwrapped
+            - _Layout.objectHeaderSize
     }
 
     // MARK: Load
@@ -295,16 +288,16 @@ internal struct _FutureCore {
     /// Takes the embedded node for the first registration: `.claimed` for one caller only, and
     /// never once the future is complete (then `.completed`, and the result may be read).
     @inlinable
-    func claimInline() -> _InlineClaim {
-        if let mutex { return claimInlineLocked(mutex) }
+    func claimEmbedded() -> _EmbeddedClaim {
+        if let mutex { return claimEmbeddedLocked(mutex) }
         // acquire (this load, and the reload after a failed CAS): if COMPLETED is seen, the
         // caller reads the result; pairs with `publish`'s release. Otherwise the bit only elects
         // the node's owner; its fields are published by the push's release, like any node's.
         var current = ff_atomic_word_load_acquire(state)
         while true {
             if current & _State.completed != 0 { return .completed }
-            if current & _State.inline != 0 { return .taken }
-            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.inline) {
+            if current & _State.embedded != 0 { return .taken }
+            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.embedded) {
                 return .claimed
             }
             if current & _State.completed != 0 {
@@ -316,40 +309,40 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func claimInlineLocked(_ mutex: _FutureLock) -> _InlineClaim {
+    func claimEmbeddedLocked(_ mutex: _FutureLock) -> _EmbeddedClaim {
         mutex.withLock {
             let current = ff_atomic_word_load_relaxed(state)
             if current & _State.completed != 0 { return .completed }
-            if current & _State.inline != 0 { return .taken }
-            ff_atomic_word_store_relaxed(state, current | _State.inline)
+            if current & _State.embedded != 0 { return .taken }
+            ff_atomic_word_store_relaxed(state, current | _State.embedded)
             return .claimed
         }
     }
 
-    /// Runs the embedded node (its owner: the completer that took it, or the registrant whose
-    /// push found the future complete), and releases what it held.
+    /// Runs the embedded node's registration with the result of `future` (its owner: the
+    /// completer that took it, or the registrant whose push found the future complete), or,
+    /// with `nil`, only destroys it (deinit); either way empties the slot.
     @inlinable
-    func fireInline(_ future: AnyObject) {
-        let field = inlineFire
+    func fireEmbedded(_ future: UnsafeRawPointer?) {
+        let field = embeddedFire
         if let fire = field.pointee.fire {
             field.pointee.fire = nil
-            // Unretained: the caller holds `future` for the call.
-            fire(inlineSlot, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+            fire(embeddedSlot, future)
         }
     }
 
     /// The embedded node's registration storage (owned by the node's owner).
     @inlinable
-    var inlineSlot: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineSlot).unsafelyUnwrapped
+    var embeddedSlot: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedSlot).unsafelyUnwrapped
     }
 
-    /// The embedded node's `inlineFire` field (owned by the node's owner; never `words.pointee`,
+    /// The embedded node's `embeddedFire` field (owned by the node's owner; never `words.pointee`,
     /// which would copy the whole struct).
     @inlinable
-    var inlineFire: UnsafeMutablePointer<_InlineFire> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineFire).unsafelyUnwrapped)
-            .assumingMemoryBound(to: _InlineFire.self)
+    var embeddedFire: UnsafeMutablePointer<_EmbeddedFire> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedFire).unsafelyUnwrapped)
+            .assumingMemoryBound(to: _EmbeddedFire.self)
     }
 
     // MARK: Publish
@@ -472,11 +465,11 @@ internal struct _FutureCore {
             }
         }
         if old == _Upstream.closed {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(raw).release()
             return false
         }
         if old != _Upstream.none {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(old).release()
         }
         return true
     }
@@ -491,22 +484,26 @@ internal struct _FutureCore {
         if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
         {
             // Never completed (its promise was dropped): free the callbacks, running none.
-            _CallbackNode._releaseList(head, inlineNode: inlineNode)
+            _CallbackNode._releaseList(head, embeddedNode: embeddedNode)
         }
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: object).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(object).release()
         }
         let list = ff_atomic_word_load_relaxed(waiters)
         if list != 0 {
-            Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped).release()
+            Unmanaged<_WaiterSegment>.fromWord(list).release()
         }
         // The embedded node's registration, if it never ran (it was pushed and the future died
         // pending; its owner holds the future until then): destroy it, running nothing.
-        let field = inlineFire
-        if let fire = field.pointee.fire {
-            field.pointee.fire = nil
-            fire(inlineSlot, nil)
-        }
+        fireEmbedded(nil)
+    }
+}
+
+extension Unmanaged {
+    /// The object a non-zero word holds (an upstream word, a waiters word, ...).
+    @inlinable
+    static func fromWord(_ word: UInt) -> Unmanaged<Instance> {
+        fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
     }
 }
