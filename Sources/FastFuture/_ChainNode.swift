@@ -31,29 +31,31 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
 
     @inlinable
     func run(with result: Result<Body.Input, any Error>, node: _CallbackNode?) {
-        if let passed = body.passedOn(result) {
-            // Not for this body (a failure past a `map`, a success past a `recover`): it flows on
-            // without a hop (Twisted's callback/errback chain).
-            derived._complete(passed)
-            return
-        }
-        if Executor.self == InlineExecutor.self {
-            _runBody(result, node: node)
-        } else {
+        if Executor.self != InlineExecutor.self, body.passedOn(result) == nil {
             executor.execute { self._runBody(result, node: node) }
+        } else {
+            _runBody(result, node: node)
         }
     }
 
+    /// Runs the step on this thread (after the hop to its executor, if it takes the result).
     @inlinable
     func _runBody(_ result: Result<Body.Input, any Error>, node: _CallbackNode?) {
-        // Cancelled meanwhile: the body has no one to produce for - unless it is a finalizer
-        // (`always`).
-        if !Body._runsWhenCancelled, derived.isComplete { return }
         let output: _StepOutput<Output>
-        do {
-            output = try body(result)
-        } catch {
-            output = .result(.failure(error))
+        if let passed = body.passedOn(result) {
+            // Not for this body (a failure past a `map`, a success past a `recover`): it flows
+            // on, without a hop (Twisted's callback/errback chain).
+            output = .result(passed)
+        } else if !Body._runsWhenCancelled, derived.isComplete {
+            // Cancelled meanwhile: the body has no one to produce for (a finalizer, `always`,
+            // runs anyway).
+            return
+        } else {
+            do {
+                output = try body(result)
+            } catch {
+                output = .result(.failure(error))
+            }
         }
         switch output {
         case .result(let result):
@@ -140,7 +142,7 @@ extension _ValueBody {
     @inlinable
     static var _embeddable: Bool { true }
 
-    @inlinable
+    @inlinable @inline(__always)
     func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>? {
         if case .failure(let error) = result { return .failure(error) }
         return nil
@@ -156,7 +158,7 @@ internal struct _MapBody<Input: Sendable, Output: Sendable>: _ValueBody {
         self.transform = transform
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Input, any Error>) throws -> _StepOutput<Output> {
         .result(.success(try transform(result.get())))
     }
@@ -171,7 +173,7 @@ internal struct _FlatMapBody<Input: Sendable, Output: Sendable>: _ValueBody {
         self.transform = transform
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Input, any Error>) throws -> _StepOutput<Output> {
         .future(try transform(result.get()))
     }
@@ -188,7 +190,7 @@ extension _ErrorBody {
     @inlinable
     static var _embeddable: Bool { false }
 
-    @inlinable
+    @inlinable @inline(__always)
     func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>? {
         if case .success = result { return result }
         return nil
@@ -206,7 +208,7 @@ internal struct _RecoverBody<Value: Sendable>: _ErrorBody {
         self.body = body
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Value, any Error>) throws -> _StepOutput<Value> {
         .result(.success(try body(result.failure.unsafelyUnwrapped)))
     }
@@ -223,7 +225,7 @@ internal struct _FlatMapErrorBody<Value: Sendable>: _ErrorBody {
         self.body = body
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Value, any Error>) throws -> _StepOutput<Value> {
         .future(try body(result.failure.unsafelyUnwrapped))
     }
@@ -240,7 +242,7 @@ internal struct _MapErrorBody<Value: Sendable>: _ErrorBody {
         self.body = body
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Value, any Error>) -> _StepOutput<Value> {
         .result(.failure(body(result.failure.unsafelyUnwrapped)))
     }
@@ -264,10 +266,10 @@ internal struct _AlwaysBody<Value: Sendable>: _StepBody {
     @inlinable
     static var _runsWhenCancelled: Bool { true }
 
-    @inlinable
+    @inlinable @inline(__always)
     func passedOn(_ result: Result<Value, any Error>) -> Result<Value, any Error>? { nil }
 
-    @inlinable
+    @inlinable @inline(__always)
     func callAsFunction(_ result: Result<Value, any Error>) -> _StepOutput<Value> {
         body(result)
         return .result(result)
