@@ -99,14 +99,7 @@ extension Future {
         _ transform: @escaping (Value) throws -> U
     ) -> Future<U> {
         let transform = _ActorIsolated(transform)
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        let step = _ValueStepNode<Value, U, InlineExecutor>(
-            derived: derived,
-            body: .map { try transform.value($0) },
-            executor: .inline
-        )
-        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(_MapBody { try transform.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future of the future that `transform`, run on `actor`, makes from this future's
@@ -123,14 +116,7 @@ extension Future {
         _ transform: @escaping (Value) throws -> Future<U>
     ) -> Future<U> {
         let transform = _ActorIsolated(transform)
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        let step = _ValueStepNode<Value, U, InlineExecutor>(
-            derived: derived,
-            body: .flatMap { try transform.value($0) },
-            executor: .inline
-        )
-        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(_FlatMapBody { try transform.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that turns this future's failure back into a value, on `actor`.
@@ -145,14 +131,7 @@ extension Future {
         _ body: @escaping (any Error) throws -> Value
     ) -> Future<Value> {
         let body = _ActorIsolated(body)
-        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
-        let step = _ErrorStepNode<Value, InlineExecutor>(
-            derived: derived,
-            body: .recover { try body.value($0) },
-            executor: .inline
-        )
-        _IsolatedQueue.queue(for: actor).register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(_RecoverBody { try body.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that turns this future's failure into the result of another future,
@@ -168,7 +147,7 @@ extension Future {
         _ body: @escaping (any Error) throws -> Future<Value>
     ) -> Future<Value> {
         let body = _ActorIsolated(body)
-        return _isolatedErrorStep(.flatMapError { error in try body.value(error) }, _IsolatedQueue.queue(for: actor))
+        return _isolatedStep(_FlatMapErrorBody { error in try body.value(error) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that fails with `body`'s error, made on `actor`, where this one fails.
@@ -182,7 +161,7 @@ extension Future {
         _ body: @escaping (any Error) -> any Error
     ) -> Future<Value> {
         let body = _ActorIsolated(body)
-        return _isolatedErrorStep(.mapError { error in body.value(error) }, _IsolatedQueue.queue(for: actor))
+        return _isolatedStep(_MapErrorBody { error in body.value(error) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that completes like this one, after running `body` on `actor` with the
@@ -199,7 +178,7 @@ extension Future {
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) -> Future<Value> {
         let body = _ActorIsolated(body)
-        return _isolatedErrorStep(.always { result in body.value(result) }, _IsolatedQueue.queue(for: actor))
+        return _isolatedStep(_AlwaysBody { result in body.value(result) }, _IsolatedQueue.queue(for: actor))
     }
 }
 

@@ -15,8 +15,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.complete(body)) { return }
-        _register(_HandlerNode<Value, _>(.complete(body), executor: executor))
+        _register(_Callback(.complete(body), on: executor))
     }
 
     /// Runs `body` with the value if and when the future succeeds.
@@ -29,8 +28,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.success(body)) { return }
-        _register(_HandlerNode<Value, _>(.success(body), executor: executor))
+        _register(_Callback(.success(body), on: executor))
     }
 
     /// Runs `body` with the error if and when the future fails (including by cancellation, with
@@ -44,7 +42,6 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> Void
     ) {
-        if type(of: executor) == InlineExecutor.self, _registerInline(_CallbackBody.failure(body)) { return }
-        _register(_HandlerNode<Value, _>(.failure(body), executor: executor))
+        _register(_Callback(.failure(body), on: executor))
     }
 }

@@ -93,14 +93,8 @@ extension Future {
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> U
     ) -> Future<U> {
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        let step = _ValueStepNode<Value, U, InlineExecutor>(
-            derived: derived,
-            body: .map { value in try MainActor.assumeIsolated { try transform(value) } },
-            executor: .inline
-        )
-        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(
+            _MapBody { value in try MainActor.assumeIsolated { try transform(value) } }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future of the future that `transform`, run on the main actor, makes from this
@@ -116,14 +110,8 @@ extension Future {
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> Future<U>
     ) -> Future<U> {
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        let step = _ValueStepNode<Value, U, InlineExecutor>(
-            derived: derived,
-            body: .flatMap { value in try MainActor.assumeIsolated { try transform(value) } },
-            executor: .inline
-        )
-        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(
+            _FlatMapBody { value in try MainActor.assumeIsolated { try transform(value) } }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that turns this future's failure back into a value, on the main actor.
@@ -137,14 +125,8 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Value
     ) -> Future<Value> {
-        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
-        let step = _ErrorStepNode<Value, InlineExecutor>(
-            derived: derived,
-            body: .recover { error in try MainActor.assumeIsolated { try body(error) } },
-            executor: .inline
-        )
-        _IsolatedQueue.mainActor.register(on: self) { result in step._fireSource(result) }
-        return derived
+        return _isolatedStep(
+            _RecoverBody { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that turns this future's failure into the result of another future,
@@ -159,8 +141,8 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Future<Value>
     ) -> Future<Value> {
-        return _isolatedErrorStep(
-            .flatMapError { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
+        return _isolatedStep(
+            _FlatMapErrorBody { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that fails with `body`'s error, made on the main actor, where this one fails.
@@ -173,8 +155,8 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> any Error
     ) -> Future<Value> {
-        return _isolatedErrorStep(
-            .mapError { error in MainActor.assumeIsolated { body(error) } }, _IsolatedQueue.mainActor)
+        return _isolatedStep(
+            _MapErrorBody { error in MainActor.assumeIsolated { body(error) } }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that completes like this one, after running `body` on the main actor with the
@@ -190,7 +172,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) -> Future<Value> {
-        return _isolatedErrorStep(
-            .always { result in MainActor.assumeIsolated { body(result) } }, _IsolatedQueue.mainActor)
+        return _isolatedStep(
+            _AlwaysBody { result in MainActor.assumeIsolated { body(result) } }, _IsolatedQueue.mainActor)
     }
 }

@@ -4,9 +4,9 @@ extension Future {
     // `map`/`flatMap` bodies and reaches the next `recover`/`flatMapError`/`mapError`/`always`;
     // a success skips the error handlers. Each step costs two allocations (the derived future and
     // one node), except an `.inline` `map` or `flatMap` whose source's embedded node is free (its
-    // first registration): one, the derived future (see `_InlineMapStep`, `_InlineFlatMapStep`;
-    // a `flatMap` adds the inner future, and follows it in the inner future's embedded node, or
-    // at once if it is complete); cancelling the derived future cancels this one (see `cancel()`). While pending,
+    // first registration): one, the derived future (see `_Step`; a `flatMap` adds the inner
+    // future, and follows it in the inner future's embedded node, or at once if it is complete);
+    // cancelling the derived future cancels this one (see `cancel()`). While pending,
     // the derived future holds this one (its upstream) and this one holds the derived future (in
     // its callback node): a chain whose source can never complete stays in memory until it is
     // cancelled; completing either end breaks the cycle.
@@ -23,14 +23,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ transform: @escaping @Sendable (Value) throws -> U
     ) -> Future<U> {
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        if type(of: executor) == InlineExecutor.self,
-            _registerInline(_InlineMapStep(derived: derived, transform: transform))
-        {
-            return derived
-        }
-        _register(_ValueStepNode<Value, U, _>(derived: derived, body: .map(transform), executor: executor))
-        return derived
+        _step(_MapBody(transform), on: executor)
     }
 
     /// Returns a future of the future that `transform` makes from this future's value: the chain
@@ -47,14 +40,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ transform: @escaping @Sendable (Value) throws -> Future<U>
     ) -> Future<U> {
-        let derived = Future<U>(_variant: variant, result: nil, upstream: self)
-        if type(of: executor) == InlineExecutor.self,
-            _registerInline(_InlineFlatMapStep(derived: derived, transform: transform))
-        {
-            return derived
-        }
-        _register(_ValueStepNode<Value, U, _>(derived: derived, body: .flatMap(transform), executor: executor))
-        return derived
+        _step(_FlatMapBody(transform), on: executor)
     }
 
     /// Returns a future that turns this future's failure back into a value.
@@ -69,7 +55,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) throws -> Value
     ) -> Future<Value> {
-        _errorStep(.recover(body), on: executor)
+        _step(_RecoverBody(body), on: executor)
     }
 
     /// Returns a future that turns this future's failure into the result of another future.
@@ -84,7 +70,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) throws -> Future<Value>
     ) -> Future<Value> {
-        _errorStep(.flatMapError(body), on: executor)
+        _step(_FlatMapErrorBody(body), on: executor)
     }
 
     /// Returns a future that fails with `body`'s error where this one fails.
@@ -98,7 +84,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> any Error
     ) -> Future<Value> {
-        _errorStep(.mapError(body), on: executor)
+        _step(_MapErrorBody(body), on: executor)
     }
 
     /// Returns a future that completes like this one, after running `body` with the result: a
@@ -113,16 +99,15 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) -> Future<Value> {
-        _errorStep(.always(body), on: executor)
+        _step(_AlwaysBody(body), on: executor)
     }
 
+    /// Registers a step with `body` on this future and returns its derived future.
     @inlinable
-    internal func _errorStep<Executor: FutureExecutor>(
-        _ body: _ErrorStepNode<Value, Executor>.Body,
-        on executor: Executor
-    ) -> Future<Value> {
-        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
-        _register(_ErrorStepNode<Value, Executor>(derived: derived, body: body, executor: executor))
+    internal func _step<Body: _StepBody>(_ body: Body, on executor: some FutureExecutor) -> Future<Body.Output>
+    where Body.Input == Value {
+        let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
+        _register(_Step(derived: derived, body: body, on: executor))
         return derived
     }
 }

@@ -1,13 +1,5 @@
 import AtomicsShim
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A value, or an error, that becomes available later: the consumer side of a ``Promise``.
 ///
 /// A future completes exactly once - with a value, an error, or by ``cancel()`` - and can be
@@ -54,8 +46,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// Not a stored property of a type that mentions `Value` (`Result<Value, any Error>?`, or an
     /// enum): the class's deinit is unspecialized, and destroying such a property looks up its
-    /// type's metadata on every call - about 330 instructions, a quarter of a whole
-    /// create/callback/complete cycle. Destroyed by hand in `deinit` instead, with the metadata
+    /// type's metadata on every call. Destroyed by hand in `deinit` instead, with the metadata
     /// of `Value` itself, which the class's own metadata holds.
     @usableFromInline @exclusivity(unchecked) internal var _resultCell: _ResultCell
 
@@ -193,97 +184,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-// MARK: - The embedded first registration
-
-/// What the future's embedded node can hold instead of a node of its own (see `_State.inline`):
-/// a value of at most three words, stored in `_FutureWords.inlineSlot` by the registrant that
-/// claimed the node, before the push that publishes it, and moved out by whoever runs it.
-///
-/// The kinds: a callback body (`_CallbackBody`: the first `.inline` `whenComplete`/
-/// `whenSuccess`/`whenFailure`); a `map` or `flatMap` step (`_InlineMapStep`,
-/// `_InlineFlatMapStep`: the derived future and the transform); a `flatMap` waiting for its inner
-/// future (`_InlineForward`, in the inner future); a combinator's input (`_InlineInput`). So a
-/// promise with one callback, or a chain of `.inline` `map`s, needs no allocation beyond the
-/// futures themselves.
-@usableFromInline
-internal protocol _InlineRegistration: Sendable {
-    associatedtype Source: Sendable
-
-    /// Runs the registration with the source's result.
-    func run(with result: Result<Source, any Error>)
-}
-
-extension _InlineRegistration {
-    /// Whether a value of this type fits in the slot (folded to a constant when specialized).
-    @inlinable
-    static var _fitsInSlot: Bool {
-        MemoryLayout<Self>.size <= MemoryLayout<_InlineSlot>.size
-            && MemoryLayout<Self>.alignment <= MemoryLayout<_InlineSlot>.alignment
-    }
-
-    /// The embedded node's `fire` for this kind (see `_InlineFire`): moves the registration out
-    /// of `slot`, then runs it with the result of `source` (unretained: the caller holds it), or,
-    /// if `source` is `nil`, drops it.
-    @inlinable
-    static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
-        let registration = slot.assumingMemoryBound(to: Self.self).move()
-        guard let source else { return }
-        Unmanaged<Future<Source>>.fromOpaque(source)._withUnsafeGuaranteedRef {
-            registration.run(with: $0._completedResult)
-        }
-    }
-}
-
-/// A `whenComplete`/`whenSuccess`/`whenFailure` body: in a `_HandlerNode`, or in the embedded
-/// node of a future (its first `.inline` callback).
-@usableFromInline
-internal enum _CallbackBody<Value: Sendable>: _InlineRegistration {
-    case complete(@Sendable (Result<Value, any Error>) -> Void)
-    case success(@Sendable (Value) -> Void)
-    case failure(@Sendable (any Error) -> Void)
-
-    /// Calls the body if it takes this result (`whenSuccess` bodies skip failures, and so on).
-    @inlinable
-    func run(with result: Result<Value, any Error>) {
-        switch self {
-        case .complete(let body):
-            body(result)
-        case .success(let body):
-            if case .success(let value) = result { body(value) }
-        case .failure(let body):
-            if case .failure(let error) = result { body(error) }
-        }
-    }
-}
-
-extension Future {
-    /// Registers `registration` (an `.inline` callback or step) without allocating: in the
-    /// future's embedded node if it is free; or, if the future is complete and this thread is
-    /// not inside a callback, by running it at once. Returns `false` if the caller must
-    /// allocate a node: the embedded one is taken, or the future is complete and the
-    /// registration must queue behind the running callback.
-    @inlinable
-    internal func _registerInline<Registration: _InlineRegistration>(_ registration: consuming Registration) -> Bool
-    where Registration.Source == Value {
-        guard Registration._fitsInSlot else { return false }
-        let core = _core
-        switch core.claimInline() {
-        case .claimed: break
-        case .taken: return false
-        case .completed: return _Trampoline.runIfIdle { registration.run(with: _completedResult) }
-        }
-        core.inlineSlot.initializeMemory(as: Registration.self, to: registration)
-        core.inlineFire.pointee.fire = Registration._fireFromSlot
-        let node = core.inlineNode
-        assert(UInt(bitPattern: node) & _State.flagMask == 0, "FastFuture: the embedded node is not 16-byte aligned")
-        guard let seen = core.push(node, isCancelHandler: false) else { return true }
-        // Completed while we filled it: the completer did not take it; run it here, at once.
-        _CallbackNode._nextField(node).pointee = nil
-        _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
-        return true
-    }
-}
-
 // MARK: - The result cell
 
 /// A future's result in raw memory: a tag and three words that hold the value (if it fits, as
@@ -332,7 +232,7 @@ internal final class _ResultBox<Value: Sendable>: Sendable {
 extension Future {
     /// Whether a value fits in the cell's payload.
     @inlinable
-    internal static var _valueIsInline: Bool {
+    internal static var _valueFitsInCell: Bool {
         MemoryLayout<Value>.size <= MemoryLayout<(UInt, UInt, UInt)>.size
             && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
@@ -372,7 +272,7 @@ extension Future {
         let tag: UInt8
         switch result {
         case .success(let value):
-            if Self._valueIsInline {
+            if Self._valueFitsInCell {
                 payload.initializeMemory(as: Value.self, repeating: value, count: 1)
                 tag = _ResultCell.value
             } else {
@@ -399,8 +299,8 @@ extension Future {
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value:
             // A trivial value (an `Int`, a struct of them) needs no destruction: skip the generic
-            // `deinitialize` (this deinit is unspecialized: about 40 instructions through the
-            // value witness table); `_isPOD` is one flag read from the same table.
+            // `deinitialize` (this deinit is unspecialized: it would go through the value witness
+            // table); `_isPOD` is one flag read from the same table.
             if !_isPOD(Value.self) { payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
         case _ResultCell.error: payload.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
         case _ResultCell.boxedValue: payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
@@ -431,7 +331,7 @@ extension Future {
     /// Completes the future if no one else has: claim, write the result, publish, wake the
     /// waiters, then run the callbacks (and, for a cancellation, forward it upstream) through
     /// the trampoline.
-    @inlinable
+    @inlinable @inline(__always)
     @discardableResult
     internal func _complete(_ result: Result<Value, any Error>, byCancel: Bool = false) -> _ClaimOutcome {
         let core = _core
@@ -461,27 +361,9 @@ extension Future {
     /// to it if this future was cancelled.
     @usableFromInline @inline(never)
     internal func _finishUpstream(_ word: UInt, cancel: Bool) {
-        let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
-            .takeRetainedValue()
+        let object = Unmanaged<AnyObject>.fromWord(word).takeRetainedValue()
         if cancel, let target = object as? any _Cancellable {
             _Trampoline.run(.cancel(target))
-        }
-    }
-
-    /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is
-    /// complete, or drops it if it is a cancel handler that can never run.
-    @inlinable
-    internal func _register(_ node: _CallbackNode) {
-        let isCancelHandler = node._isCancelHandler
-        let raw = Unmanaged.passRetained(node).toOpaque()
-        assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
-        guard let seen = _core.push(raw, isCancelHandler: isCancelHandler) else { return }
-        _CallbackNode._nextField(raw).pointee = nil
-        let cancelled = seen & _State.cancelled != 0
-        if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {
-            _Trampoline.run(.callbacks(raw, future: self, cancelled: cancelled))
-        } else {
-            Unmanaged<_CallbackNode>.fromOpaque(raw).release()
         }
     }
 }

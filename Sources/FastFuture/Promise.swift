@@ -105,7 +105,7 @@ public struct Promise<Value: Sendable>: Sendable {
     /// - Parameter handler: What to do on cancellation: typically, stop the work.
     @inlinable
     public func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        future._register(_CancelHandlerNode(handler))
+        future._register(_OnCancel(handler))
     }
 
     @usableFromInline @inline(never)

@@ -1,13 +1,5 @@
 import AtomicsShim
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// What a combinator's inputs report to: `all`, `allSettled`, `first`, `race` (see
 /// `_Aggregator`).
 @usableFromInline
@@ -17,31 +9,10 @@ internal protocol _InputSink: AnyObject, Sendable {
     func _input(_ index: Int, _ result: Result<Input, any Error>)
 }
 
-/// The node a combinator registers on each input: it reports the input's result and index.
-// Unchecked: one owner at a time (see _CallbackNode)
+/// What a combinator registers on each input, in the input's embedded node where it is free
+/// (two words, no allocation) or in a node: it reports the input's result and index.
 @usableFromInline
-internal final class _InputNode<Sink: _InputSink>: _CallbackNode, @unchecked Sendable {
-    @usableFromInline let sink: Sink
-    @usableFromInline let index: Int
-
-    @inlinable
-    init(sink: Sink, index: Int) {
-        self.sink = sink
-        self.index = index
-        super.init(isCancelHandler: false, fire: _InputNode<Sink>._fireInput)
-    }
-
-    @inlinable
-    static func _fireInput(_ node: _CallbackNode, _ future: AnyObject) {
-        let node = unsafeDowncast(node, to: Self.self)
-        node.sink._input(node.index, unsafeDowncast(future, to: Future<Sink.Input>.self)._completedResult)
-    }
-}
-
-/// The same registration kept in the input's embedded node, where it is free (the input's
-/// first registration): two words, no allocation (see `_InlineRegistration`).
-@usableFromInline
-internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
+internal struct _Input<Sink: _InputSink>: _Registration {
     @usableFromInline let sink: Sink
     @usableFromInline let index: Int
 
@@ -52,7 +23,10 @@ internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
     }
 
     @inlinable
-    func run(with result: Result<Sink.Input, any Error>) {
+    static var _embeddable: Bool { true }
+
+    @inlinable
+    func run(with result: Result<Sink.Input, any Error>, node: _CallbackNode?) {
         sink._input(index, result)
     }
 }
@@ -61,7 +35,7 @@ internal struct _InlineInput<Sink: _InputSink>: _InlineRegistration {
 ///
 /// Costs O(1) allocations per call (this object, the inputs buffer, the derived future, the
 /// output array) plus one node per input whose embedded node is taken (none for an input with
-/// no registration yet: see `_InlineInput`), and O(1) work per input completion (O(n) once, to
+/// no registration yet: see `_Input`), and O(1) work per input completion (O(n) once, to
 /// build the output). Nothing re-scans the inputs.
 ///
 /// Results are not copied anywhere: each input keeps its own, and whoever finishes the
@@ -181,9 +155,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         // complete reports at once, and may finish the combinator and free the buffer.
         for (index, input) in inputs.enumerated() {
             if derived.isComplete, mode != .allSettled { break }  // decided already (e.g. an input failed)
-            if !input._registerInline(_InlineInput(sink: aggregator, index: index)) {
-                input._register(_InputNode(sink: aggregator, index: index))
-            }
+            input._register(_Input(sink: aggregator, index: index))
         }
         return derived
     }
@@ -310,7 +282,8 @@ extension Future {
 }
 
 extension Result {
-    @usableFromInline
+    /// The error of a failure; `nil` for a success.
+    @inlinable
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil

@@ -1,93 +1,101 @@
 /// The registration behind `map`, `flatMap`, `recover`, `flatMapError`, `mapError` and
-/// `always`: a node on the source that completes a derived future.
+/// `always`: a step on the source that completes a derived future with what its body makes of
+/// the source's result.
 ///
-/// One node serves a whole step. For `flatMap`/`flatMapError` the same node, after running the
-/// body on the source's result, registers itself on the inner future the body returned
-/// (`_follow`) and forwards that future's result - so a step costs the derived future plus
-/// this node, two allocations, whatever its kind. An `.inline` `map` or `flatMap` that is its
-/// source's first registration needs no node: it lives in the source's embedded node
-/// (`_InlineMapStep`, `_InlineFlatMapStep`, at the end of this file).
+/// One registration serves a whole step, in the source's embedded node or in a node of its own
+/// (see `_Registration`). For `flatMap`/`flatMapError`, a step that ran in a node reuses that
+/// node to wait for the inner future the body returned, and forwards that future's result; one
+/// that had no node follows the inner future with a `_Forward` (in the inner future's embedded
+/// node where it is free). So a step costs the derived future plus at most one node.
 ///
-/// Cancellation upstream does not go through the node: the derived future holds its source
-/// in its upstream word (see `_FutureWords`), and `_follow` repoints that word at the inner
-/// future, so `cancel()` reaches whatever the step is currently waiting on.
-///
-/// - Note: A node is owned by one thread at a time: the one running it after taking it from a
-///   stack, until it pushes it onto the inner future's stack (a release). So `_awaitingInner`
-///   needs no synchronization of its own.
-// Unchecked: one owner at a time (see _CallbackNode)
+/// Cancellation upstream does not go through the step: the derived future holds its source
+/// in its upstream word (see `_FutureWords`), and following an inner future repoints that word
+/// at it, so `cancel()` reaches whatever the step is currently waiting on.
 @usableFromInline
-internal class _ChainNode<Output: Sendable>: _CallbackNode, @unchecked Sendable {
-    @usableFromInline final let derived: Future<Output>
-    @usableFromInline @exclusivity(unchecked) final var _awaitingInner = false
+internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration {
+    @usableFromInline typealias Output = Body.Output
+
+    @usableFromInline let derived: Future<Output>
+    @usableFromInline let body: Body
+    @usableFromInline let executor: Executor
 
     @inlinable
-    init(derived: Future<Output>, fire: @escaping Fire) {
+    init(derived: Future<Output>, body: Body, on executor: Executor) {
         self.derived = derived
-        super.init(isCancelHandler: false, fire: fire)
+        self.body = body
+        self.executor = executor
     }
 
-    /// The second half of a `flatMap`: forwards the inner future's result, if this node is
-    /// waiting for one. Returns `false` if it is not (the node fires for its source).
     @inlinable
-    final func _forwardInner(_ future: AnyObject) -> Bool {
-        guard _awaitingInner else { return false }
-        derived._complete(unsafeDowncast(future, to: Future<Output>.self)._completedResult)
-        return true
+    static var _embeddable: Bool { Executor.self == InlineExecutor.self && Body._embeddable }
+
+    @inlinable
+    func run(with result: Result<Body.Input, any Error>, node: _CallbackNode?) {
+        if Executor.self != InlineExecutor.self, body.passedOn(result) == nil {
+            executor.execute { self._runBody(result, node: node) }
+        } else {
+            _runBody(result, node: node)
+        }
     }
 
-    /// Completes the derived future with what `body` produced: a result, or an inner future to
-    /// wait for.
+    /// Runs the step on this thread (after the hop to its executor, if it takes the result).
     @inlinable
-    final func _finish(_ produce: () throws -> _StepOutput<Output>) {
+    func _runBody(_ result: Result<Body.Input, any Error>, node: _CallbackNode?) {
         let output: _StepOutput<Output>
-        do {
-            output = try produce()
-        } catch {
-            derived._complete(.failure(error))
+        if let passed = body.passedOn(result) {
+            // Not for this body (a failure past a `map`, a success past a `recover`): it flows
+            // on, without a hop (Twisted's callback/errback chain).
+            output = .result(passed)
+        } else if !Body._runsWhenCancelled, derived.isComplete {
+            // Cancelled meanwhile: the body has no one to produce for (a finalizer, `always`,
+            // runs anyway).
             return
+        } else {
+            do {
+                output = try body(result)
+            } catch {
+                output = .result(.failure(error))
+            }
         }
         switch output {
         case .result(let result):
             derived._complete(result)
         case .future(let inner):
-            _follow(inner)
+            _follow(inner, node: node)
         }
     }
 
-    /// Waits for `inner` and forwards its result (the second half of a `flatMap`), following
-    /// it with this node.
-    @usableFromInline
-    final func _follow(_ inner: Future<Output>) {
-        derived._follow(inner, reusing: self)
-    }
-}
-
-extension Future {
-    /// Completes this future (derived by a `flatMap`-like step) with `inner`'s result: at once if
-    /// `inner` is complete, else when it completes - with `node` if the step has one to reuse,
-    /// else in `inner`'s embedded node if it is free, else with a `_ForwardNode`. Cancelling this
-    /// future meanwhile cancels `inner` (the upstream word points at it).
+    /// Completes the derived future with `inner`'s result: at once if `inner` is complete, else
+    /// when it completes - with `node` if the step has one to reuse, else with a `_Forward`.
+    /// Cancelling the derived future meanwhile cancels `inner` (the upstream word points at it).
     @inlinable
-    internal func _follow(_ inner: Future<Value>, reusing node: _ChainNode<Value>?) {
+    func _follow(_ inner: Future<Output>, node: _CallbackNode?) {
         if let result = inner.peek() {
-            // No need to wait: completing here is as stack-safe as forwarding later (this
+            // No need to wait: completing here is as stack-safe as forwarding later (the derived
             // future's callbacks go through the trampoline either way).
-            _complete(result)
+            derived._complete(result)
             return
         }
-        guard _replaceUpstream(with: inner) else {
-            // This future completed meanwhile. Nothing but the step completes it normally, so it
-            // was cancelled: pass that on to the inner future.
+        guard derived._replaceUpstream(with: inner) else {
+            // The derived future completed meanwhile. Nothing but the step completes it
+            // normally, so it was cancelled: pass that on to the inner future.
             inner.cancel()
             return
         }
         if let node {
-            node._awaitingInner = true
-            inner._register(node)
-        } else if !inner._registerInline(_InlineForward(derived: self)) {
-            inner._register(_ForwardNode(derived: self))
+            // The node is this thread's until it is pushed again (the push publishes the change).
+            node._fire = Self._fireForward
+            inner._registerNode(node)
+        } else {
+            inner._register(_Forward(derived: derived))
         }
+    }
+
+    /// A reused node's `fire`: forwards the inner future's result.
+    @inlinable
+    static func _fireForward(_ node: _CallbackNode, _ inner: AnyObject) {
+        unsafeDowncast(node, to: _Node<Self>.self).registration.derived._complete(
+            unsafeDowncast(inner, to: Future<Output>.self)._completedResult)
     }
 }
 
@@ -98,210 +106,182 @@ internal enum _StepOutput<Output: Sendable> {
     case future(Future<Output>)
 }
 
-// MARK: - Steps on the value: map, flatMap
-
-// Unchecked: one owner at a time (see _CallbackNode)
+/// The body of a `_Step`: what it does with the results it takes.
 @usableFromInline
-internal final class _ValueStepNode<Input: Sendable, Output: Sendable, Executor: FutureExecutor>: _ChainNode<Output>,
-    @unchecked Sendable
-{
-    @usableFromInline
-    enum Body: Sendable {
-        case map(@Sendable (Input) throws -> Output)
-        case flatMap(@Sendable (Input) throws -> Future<Output>)
-    }
+internal protocol _StepBody: Sendable {
+    associatedtype Input: Sendable
+    associatedtype Output: Sendable
 
-    @usableFromInline let body: Body
-    @usableFromInline let executor: Executor
+    /// Whether a step with this body may live in its source's embedded node (see
+    /// `_Registration._embeddable`).
+    static var _embeddable: Bool { get }
 
+    /// Whether the body runs even if the derived future was cancelled meanwhile (`always`).
+    static var _runsWhenCancelled: Bool { get }
+
+    /// The result that flows on to the derived future without running the body, or `nil` if the
+    /// body takes `result`.
+    func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>?
+
+    /// Runs the body on a result it takes (`passedOn` returned `nil`).
+    func callAsFunction(_ result: Result<Input, any Error>) throws -> _StepOutput<Output>
+}
+
+extension _StepBody {
     @inlinable
-    init(derived: Future<Output>, body: Body, executor: Executor) {
-        self.body = body
-        self.executor = executor
-        super.init(derived: derived, fire: _ValueStepNode<Input, Output, Executor>._fireStep)
-    }
+    static var _runsWhenCancelled: Bool { false }
+}
 
-    @inlinable
-    static func _fireStep(_ node: _CallbackNode, _ future: AnyObject) {
-        let node = unsafeDowncast(node, to: Self.self)
-        if !node._forwardInner(future) {
-            node._fireSource(unsafeDowncast(future, to: Future<Input>.self)._completedResult)
-        }
-    }
+// MARK: - Bodies on the value: map, flatMap
 
-    @inlinable
-    func _fireSource(_ result: Result<Input, any Error>) {
-        switch result {
-        case .failure(let error):
-            // A failure skips the body and flows on (Twisted's errback chain).
-            derived._complete(.failure(error))
-        case .success(let value):
-            if Executor.self == InlineExecutor.self {
-                _run(value)
-            } else {
-                executor.execute { self._run(value) }
-            }
-        }
-    }
+/// A body that takes successes: a failure skips it and flows on.
+@usableFromInline
+internal protocol _ValueBody: _StepBody {}
 
+extension _ValueBody {
     @inlinable
-    func _run(_ value: Input) {
-        // The derived future may have been cancelled while this step was queued: then the
-        // body has no one to produce for.
-        if derived.isComplete { return }
-        switch body {
-        case .map(let transform):
-            _finish { .result(.success(try transform(value))) }
-        case .flatMap(let transform):
-            _finish { .future(try transform(value)) }
-        }
+    static var _embeddable: Bool { true }
+
+    @inlinable @inline(__always)
+    func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>? {
+        if case .failure(let error) = result { return .failure(error) }
+        return nil
     }
 }
 
-// MARK: - Steps on the error or the whole result: recover, flatMapError, mapError, always
-
-// Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
-internal final class _ErrorStepNode<Value: Sendable, Executor: FutureExecutor>: _ChainNode<Value>, @unchecked Sendable {
-    @usableFromInline
-    enum Body: Sendable {
-        case recover(@Sendable (any Error) throws -> Value)
-        case flatMapError(@Sendable (any Error) throws -> Future<Value>)
-        case mapError(@Sendable (any Error) -> any Error)
-        case always(@Sendable (Result<Value, any Error>) -> Void)
-    }
-
-    @usableFromInline let body: Body
-    @usableFromInline let executor: Executor
-
-    @inlinable
-    init(derived: Future<Value>, body: Body, executor: Executor) {
-        self.body = body
-        self.executor = executor
-        super.init(derived: derived, fire: _ErrorStepNode<Value, Executor>._fireStep)
-    }
-
-    @inlinable
-    static func _fireStep(_ node: _CallbackNode, _ future: AnyObject) {
-        let node = unsafeDowncast(node, to: Self.self)
-        if !node._forwardInner(future) {
-            node._fireSource(unsafeDowncast(future, to: Future<Value>.self)._completedResult)
-        }
-    }
-
-    @inlinable
-    func _fireSource(_ result: Result<Value, any Error>) {
-        if case .success = result, !_isAlways {
-            // A success skips error handlers and flows on.
-            derived._complete(result)
-            return
-        }
-        if Executor.self == InlineExecutor.self {
-            _run(result)
-        } else {
-            executor.execute { self._run(result) }
-        }
-    }
-
-    @inlinable
-    var _isAlways: Bool {
-        if case .always = body { return true }
-        return false
-    }
-
-    @inlinable
-    func _run(_ result: Result<Value, any Error>) {
-        // `always` is a finalizer: it runs even if the derived future was cancelled meanwhile.
-        if derived.isComplete && !_isAlways { return }
-        switch (body, result) {
-        case (.always(let body), _):
-            body(result)
-            derived._complete(result)
-        case (.recover(let body), .failure(let error)):
-            _finish { .result(.success(try body(error))) }
-        case (.flatMapError(let body), .failure(let error)):
-            _finish { .future(try body(error)) }
-        case (.mapError(let body), .failure(let error)):
-            derived._complete(.failure(body(error)))
-        case (_, .success):
-            derived._complete(result)
-        }
-    }
-}
-
-// MARK: - Steps in their source's embedded node
-
-/// An `.inline` `map` step kept in its source's embedded node (see `_InlineRegistration`)
-/// instead of a `_ValueStepNode`: the derived future and the transform, three words. Runs
-/// exactly as the node's `.map` body does.
-@usableFromInline
-internal struct _InlineMapStep<Input: Sendable, Output: Sendable>: _InlineRegistration {
-    @usableFromInline let derived: Future<Output>
+internal struct _MapBody<Input: Sendable, Output: Sendable>: _ValueBody {
     @usableFromInline let transform: @Sendable (Input) throws -> Output
 
     @inlinable
-    init(derived: Future<Output>, transform: @escaping @Sendable (Input) throws -> Output) {
-        self.derived = derived
+    init(_ transform: @escaping @Sendable (Input) throws -> Output) {
         self.transform = transform
     }
 
-    @inlinable
-    func run(with result: Result<Input, any Error>) {
-        switch result {
-        case .failure(let error):
-            // A failure skips the body and flows on.
-            derived._complete(.failure(error))
-        case .success(let value):
-            // Cancelled meanwhile: the body has no one to produce for.
-            if derived.isComplete { return }
-            let output: Result<Output, any Error>
-            do {
-                output = .success(try transform(value))
-            } catch {
-                output = .failure(error)
-            }
-            derived._complete(output)
-        }
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Input, any Error>) throws -> _StepOutput<Output> {
+        .result(.success(try transform(result.get())))
     }
 }
 
-/// An `.inline` `flatMap` step kept in its source's embedded node: the derived future and the
-/// transform. Runs exactly as the node's `.flatMap` body does, then follows the inner future
-/// without a node of its own where it can (see `Future._follow(_:reusing:)`).
 @usableFromInline
-internal struct _InlineFlatMapStep<Input: Sendable, Output: Sendable>: _InlineRegistration {
-    @usableFromInline let derived: Future<Output>
+internal struct _FlatMapBody<Input: Sendable, Output: Sendable>: _ValueBody {
     @usableFromInline let transform: @Sendable (Input) throws -> Future<Output>
 
     @inlinable
-    init(derived: Future<Output>, transform: @escaping @Sendable (Input) throws -> Future<Output>) {
-        self.derived = derived
+    init(_ transform: @escaping @Sendable (Input) throws -> Future<Output>) {
         self.transform = transform
     }
 
-    @inlinable
-    func run(with result: Result<Input, any Error>) {
-        switch result {
-        case .failure(let error):
-            derived._complete(.failure(error))
-        case .success(let value):
-            if derived.isComplete { return }
-            let inner: Future<Output>
-            do {
-                inner = try transform(value)
-            } catch {
-                derived._complete(.failure(error))
-                return
-            }
-            derived._follow(inner, reusing: nil)
-        }
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Input, any Error>) throws -> _StepOutput<Output> {
+        .future(try transform(result.get()))
     }
 }
 
-/// The second half of a `flatMap` step that had no node: forwards the inner future's result to
-/// the derived future, from the inner future's embedded node...
+// MARK: - Bodies on the error or the whole result: recover, flatMapError, mapError, always
+
+/// A body that takes failures: a success skips it and flows on. Kept in nodes only (see
+/// `_embeddable`): these steps cost the derived future and a node, as documented.
 @usableFromInline
-internal struct _InlineForward<Value: Sendable>: _InlineRegistration {
+internal protocol _ErrorBody: _StepBody where Output == Input {}
+
+extension _ErrorBody {
+    @inlinable
+    static var _embeddable: Bool { false }
+
+    @inlinable @inline(__always)
+    func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>? {
+        if case .success = result { return result }
+        return nil
+    }
+}
+
+@usableFromInline
+internal struct _RecoverBody<Value: Sendable>: _ErrorBody {
+    @usableFromInline typealias Input = Value
+    @usableFromInline typealias Output = Value
+    @usableFromInline let body: @Sendable (any Error) throws -> Value
+
+    @inlinable
+    init(_ body: @escaping @Sendable (any Error) throws -> Value) {
+        self.body = body
+    }
+
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Value, any Error>) throws -> _StepOutput<Value> {
+        .result(.success(try body(result.failure.unsafelyUnwrapped)))
+    }
+}
+
+@usableFromInline
+internal struct _FlatMapErrorBody<Value: Sendable>: _ErrorBody {
+    @usableFromInline typealias Input = Value
+    @usableFromInline typealias Output = Value
+    @usableFromInline let body: @Sendable (any Error) throws -> Future<Value>
+
+    @inlinable
+    init(_ body: @escaping @Sendable (any Error) throws -> Future<Value>) {
+        self.body = body
+    }
+
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Value, any Error>) throws -> _StepOutput<Value> {
+        .future(try body(result.failure.unsafelyUnwrapped))
+    }
+}
+
+@usableFromInline
+internal struct _MapErrorBody<Value: Sendable>: _ErrorBody {
+    @usableFromInline typealias Input = Value
+    @usableFromInline typealias Output = Value
+    @usableFromInline let body: @Sendable (any Error) -> any Error
+
+    @inlinable
+    init(_ body: @escaping @Sendable (any Error) -> any Error) {
+        self.body = body
+    }
+
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Value, any Error>) -> _StepOutput<Value> {
+        .result(.failure(body(result.failure.unsafelyUnwrapped)))
+    }
+}
+
+/// `always`: takes every result, and runs even if the derived future was cancelled meanwhile.
+@usableFromInline
+internal struct _AlwaysBody<Value: Sendable>: _StepBody {
+    @usableFromInline typealias Input = Value
+    @usableFromInline typealias Output = Value
+    @usableFromInline let body: @Sendable (Result<Value, any Error>) -> Void
+
+    @inlinable
+    init(_ body: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        self.body = body
+    }
+
+    @inlinable
+    static var _embeddable: Bool { false }
+
+    @inlinable
+    static var _runsWhenCancelled: Bool { true }
+
+    @inlinable @inline(__always)
+    func passedOn(_ result: Result<Value, any Error>) -> Result<Value, any Error>? { nil }
+
+    @inlinable @inline(__always)
+    func callAsFunction(_ result: Result<Value, any Error>) -> _StepOutput<Value> {
+        body(result)
+        return .result(result)
+    }
+}
+
+// MARK: - Forwarding
+
+/// The second half of a `flatMap` step that had no node to reuse: forwards the inner future's
+/// result to the derived future.
+@usableFromInline
+internal struct _Forward<Value: Sendable>: _Registration {
     @usableFromInline let derived: Future<Value>
 
     @inlinable
@@ -310,26 +290,10 @@ internal struct _InlineForward<Value: Sendable>: _InlineRegistration {
     }
 
     @inlinable
-    func run(with result: Result<Value, any Error>) {
+    static var _embeddable: Bool { true }
+
+    @inlinable
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         derived._complete(result)
-    }
-}
-
-/// ... or, when that node is taken, from a node of its own.
-// Unchecked: one owner at a time (see _CallbackNode)
-@usableFromInline
-internal final class _ForwardNode<Value: Sendable>: _CallbackNode, @unchecked Sendable {
-    @usableFromInline let derived: Future<Value>
-
-    @inlinable
-    init(derived: Future<Value>) {
-        self.derived = derived
-        super.init(isCancelHandler: false, fire: _ForwardNode<Value>._fireForward)
-    }
-
-    @inlinable
-    static func _fireForward(_ node: _CallbackNode, _ future: AnyObject) {
-        unsafeDowncast(node, to: Self.self).derived._complete(
-            unsafeDowncast(future, to: Future<Value>.self)._completedResult)
     }
 }

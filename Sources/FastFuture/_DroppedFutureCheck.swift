@@ -47,7 +47,7 @@ internal enum _DroppedFutureCheck {
         guard !silenced else { return }
         // The last reference is gone: no other thread touches the word (see `deinitialize`).
         let state = ff_atomic_word_load_relaxed(core.state)
-        let hasCallbacks = state & _State.pointerMask != 0 || state & _State.inline != 0
+        let hasCallbacks = state & _State.pointerMask != 0 || state & _State.embedded != 0
         guard state & _State.completed == 0, hasCallbacks else { return }
         let site = Site(file: "\(file)", line: line)
         let first = registry.lock.withLock { registry.reported.insert(site).inserted }

@@ -32,7 +32,7 @@ import AtomicsShim
 ///   combinator's counters, on its own future's lock): a futex lock on Linux, `os_unfair_lock` on
 ///   Apple platforms (see `_FutureLock`); unused by `.lockFree`. `isLocked` says which variant
 ///   the future is: immutable after `init`.
-/// - The embedded node (`inlineNext`, `inlineFire`, `inlineSlot`): see `_State`.
+/// - The embedded node (`embeddedNext`, `embeddedFire`, `embeddedSlot`): see `_State`.
 @usableFromInline
 internal struct _FutureWords {
     @usableFromInline var state: ff_atomic_word
@@ -42,16 +42,15 @@ internal struct _FutureWords {
     @usableFromInline let isLocked: Bool
     /// The embedded node, which the first registration can take instead of a node of its own
     /// (see `_State`): its stack link...
-    @usableFromInline var inlineNext: UnsafeMutableRawPointer?
-    /// ... what running it does (`_InlineRegistration._fireFromSlot`, specialized where it was
+    @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
+    /// ... what running it does (`_Registration._fireFromSlot`, specialized where it was
     /// set; `nil` while the slot is empty) ...
-    @usableFromInline var inlineFire: _InlineFire
-    /// ... and the registration itself, in raw memory (a callback body, a `map`/`flatMap` step's
-    /// derived future and transform, a `flatMap`'s forward, a combinator's input: see
-    /// `_InlineRegistration`). Written by the node's owner before the
-    /// push that publishes it; moved out by whoever runs it, or destroyed by the future's deinit
-    /// if it never ran.
-    @usableFromInline var inlineSlot: _InlineSlot
+    @usableFromInline var embeddedFire: _EmbeddedFire
+    /// ... and the registration itself, in raw memory (a callback, a `map`/`flatMap` step, a
+    /// `flatMap`'s forward, a combinator's input: see `_Registration`). Written by the node's
+    /// owner before the push that publishes it; moved out by whoever runs it, or destroyed by the
+    /// future's deinit if it never ran.
+    @usableFromInline var embeddedSlot: _EmbeddedSlot
 
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
@@ -60,23 +59,16 @@ internal struct _FutureWords {
         self.waiters = ff_atomic_word_make(0)
         self.lockWord = .unlocked
         self.isLocked = variant == .locked
-        self.inlineNext = nil
-        self.inlineFire = _InlineFire(fire: nil)
-        self.inlineSlot = _InlineSlot()
+        self.embeddedNext = nil
+        self.embeddedFire = _EmbeddedFire(fire: nil)
+        self.embeddedSlot = (0, 0, 0)
     }
 }
 
 /// Raw storage for the embedded node's registration: three words, word-aligned - room for a
 /// closure and one reference, which is what the registrations kept there need.
 @usableFromInline
-internal struct _InlineSlot {
-    @usableFromInline var words: (UInt, UInt, UInt)
-
-    @inlinable
-    init() {
-        words = (0, 0, 0)
-    }
-}
+internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
 
 /// What running a future's embedded node does. A struct around the function, so that the field
 /// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
@@ -86,7 +78,7 @@ internal struct _InlineSlot {
 /// `source` (the complete future, unretained: the caller holds it for the call); with
 /// `source == nil` it only destroys it (the future died pending).
 @usableFromInline
-internal struct _InlineFire {
+internal struct _EmbeddedFire {
     @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?
 
     @inlinable
@@ -143,20 +135,20 @@ internal struct _InlineFire {
 ///   runs each node once, in registration order, through its thread's trampoline (an `onCancel`
 ///   handler only if the winner is a cancellation), and releases it. COMPLETED: HEAD is 0 for
 ///   good.
-/// - The embedded node (`_FutureWords.inlineNext`, `inlineFire`, `inlineSlot`). EMBEDDED 0: free,
+/// - The embedded node (`_FutureWords.embeddedNext`, `embeddedFire`, `embeddedSlot`). EMBEDDED 0: free,
 ///   touched by no thread. EMBEDDED 1: its owner's - the registrant whose CAS set the bit - which
 ///   fills it (a callback body, a `map`/`flatMap` step, a `flatMap`'s forward, a combinator's
-///   input: see `_InlineRegistration`) and pushes it like any other node, so it keeps its place
+///   input: see `_Registration`) and pushes it like any other node, so it keeps its place
 ///   in registration order; from that push on, the stack's. Nobody waits for the owner: the
 ///   publish takes only what was pushed. A push that finds COMPLETED hands the node back, and its
 ///   owner runs it itself, at once. COMPLETED: the publish cleared the bit and nobody can set it
 ///   again; whoever holds the node (the winner, through the stack, or the owner whose push came
-///   too late) runs it once and clears `inlineFire`.
+///   too late) runs it once and clears `embeddedFire`.
 /// - The upstream and waiters words are not part of this state: see `_FutureWords`.
 ///
 /// Who may call what (tagged on each `_FutureCore` method):
 ///
-/// - Any thread that holds the future: `loadState`, `loadStateSeqCst`, `claim`, `claimInline`,
+/// - Any thread that holds the future: `loadState`, `loadStateSeqCst`, `claim`, `claimEmbedded`,
 ///   `push` (of a node the caller owns), `replaceUpstream`, `mutex`. A registration that finds
 ///   PENDING or CLAIMED pushes and never waits; one that finds COMPLETED runs at once, on its own
 ///   thread, even while the winner is still running the callbacks it took (those were registered
@@ -168,7 +160,7 @@ internal struct _InlineFire {
 ///   `awaitPublished`. The one wait in the whole state machine: it spins, then yields, until the
 ///   winner publishes - a few instructions, since the winner runs no user code in between, unless
 ///   the winner's thread is preempted, and then yielding lets it run.
-/// - The embedded node's owner only: filling the node, pushing it, `fireInline`.
+/// - The embedded node's owner only: filling the node, pushing it, `fireEmbedded`.
 /// - The future's deinit only (no other reference is left): `deinitialize`.
 ///
 /// `.locked` futures have the same words, states and owners; each transition is one critical
@@ -179,7 +171,7 @@ internal enum _State {
     @usableFromInline static let claimed: UInt = 0b0001
     @usableFromInline static let cancelled: UInt = 0b0010
     @usableFromInline static let completed: UInt = 0b0100
-    @usableFromInline static let inline: UInt = 0b1000
+    @usableFromInline static let embedded: UInt = 0b1000
     @usableFromInline static let flagMask: UInt = 0b1111
     @usableFromInline static let pointerMask: UInt = ~flagMask
 }
@@ -191,9 +183,9 @@ internal enum _Upstream {
     @usableFromInline static let closed: UInt = 1
 }
 
-/// What `claimInline` found.
+/// What `claimEmbedded` found.
 @usableFromInline
-internal enum _InlineClaim {
+internal enum _EmbeddedClaim {
     /// The embedded node is this caller's to fill and push.
     case claimed
     /// Another registration has it (the future was pending when this call looked).
@@ -267,11 +259,12 @@ internal struct _FutureCore {
                 .assumingMemoryBound(to: _LockStorage.self))
     }
 
-    /// The embedded node's address, as the stack links it: 16 bytes before `inlineNext`, where
-    /// an object node's header ends and its `_next` begins.
+    /// The embedded node's address, as the stack links it: an object header's size before
+    /// `embeddedNext`, as an object node's address is before its `_next`.
     @inlinable
-    var inlineNode: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineNext).unsafelyUnwrapped - 16
+    var embeddedNode: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedNext).unsafelyUnwrapped
+            - _Layout.objectHeaderSize
     }
 
     // MARK: Load
@@ -368,16 +361,16 @@ internal struct _FutureCore {
     ///
     /// Called by: any thread (a registrant).
     @inlinable
-    func claimInline() -> _InlineClaim {
-        if let mutex { return claimInlineLocked(mutex) }
+    func claimEmbedded() -> _EmbeddedClaim {
+        if let mutex { return claimEmbeddedLocked(mutex) }
         // acquire (this load, and the reload after a failed CAS): if COMPLETED is seen, the
         // caller reads the result; pairs with `publish`'s release. Otherwise the bit only elects
         // the node's owner; its fields are published by the push's release, like any node's.
         var current = ff_atomic_word_load_acquire(state)
         while true {
             if current & _State.completed != 0 { return .completed }
-            if current & _State.inline != 0 { return .taken }
-            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.inline) {
+            if current & _State.embedded != 0 { return .taken }
+            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.embedded) {
                 return .claimed
             }
             if current & _State.completed != 0 {
@@ -389,42 +382,42 @@ internal struct _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func claimInlineLocked(_ mutex: _FutureLock) -> _InlineClaim {
+    func claimEmbeddedLocked(_ mutex: _FutureLock) -> _EmbeddedClaim {
         mutex.withLock {
             let current = ff_atomic_word_load_relaxed(state)
             if current & _State.completed != 0 { return .completed }
-            if current & _State.inline != 0 { return .taken }
-            ff_atomic_word_store_relaxed(state, current | _State.inline)
+            if current & _State.embedded != 0 { return .taken }
+            ff_atomic_word_store_relaxed(state, current | _State.embedded)
             return .claimed
         }
     }
 
-    /// Runs the embedded node, and releases what it held.
+    /// Runs the embedded node's registration with the result of `future`, or, with `nil`, only
+    /// destroys it (deinit); either way empties the slot and releases what it held.
     ///
     /// Called by: the embedded node's owner only - the claim's winner that took it with the
-    /// stack, or the registrant whose push found the future complete.
+    /// stack, or the registrant whose push found the future complete - or the future's deinit.
     @inlinable
-    func fireInline(_ future: AnyObject) {
-        let field = inlineFire
+    func fireEmbedded(_ future: UnsafeRawPointer?) {
+        let field = embeddedFire
         if let fire = field.pointee.fire {
             field.pointee.fire = nil
-            // Unretained: the caller holds `future` for the call.
-            fire(inlineSlot, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+            fire(embeddedSlot, future)
         }
     }
 
     /// The embedded node's registration storage (owned by the node's owner).
     @inlinable
-    var inlineSlot: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineSlot).unsafelyUnwrapped
+    var embeddedSlot: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedSlot).unsafelyUnwrapped
     }
 
-    /// The embedded node's `inlineFire` field (owned by the node's owner; never `words.pointee`,
+    /// The embedded node's `embeddedFire` field (owned by the node's owner; never `words.pointee`,
     /// which would copy the whole struct).
     @inlinable
-    var inlineFire: UnsafeMutablePointer<_InlineFire> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.inlineFire).unsafelyUnwrapped)
-            .assumingMemoryBound(to: _InlineFire.self)
+    var embeddedFire: UnsafeMutablePointer<_EmbeddedFire> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedFire).unsafelyUnwrapped)
+            .assumingMemoryBound(to: _EmbeddedFire.self)
     }
 
     // MARK: Publish
@@ -556,11 +549,11 @@ internal struct _FutureCore {
             }
         }
         if old == _Upstream.closed {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(raw).release()
             return false
         }
         if old != _Upstream.none {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(old).release()
         }
         return true
     }
@@ -577,22 +570,26 @@ internal struct _FutureCore {
         if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
         {
             // Never completed (its promise was dropped): free the callbacks, running none.
-            _CallbackNode._releaseList(head, inlineNode: inlineNode)
+            _CallbackNode._releaseList(head, embeddedNode: embeddedNode)
         }
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: object).unsafelyUnwrapped).release()
+            Unmanaged<AnyObject>.fromWord(object).release()
         }
         let list = ff_atomic_word_load_relaxed(waiters)
         if list != 0 {
-            Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped).release()
+            Unmanaged<_WaiterSegment>.fromWord(list).release()
         }
         // The embedded node's registration, if it never ran (it was pushed and the future died
         // pending; its owner holds the future until then): destroy it, running nothing.
-        let field = inlineFire
-        if let fire = field.pointee.fire {
-            field.pointee.fire = nil
-            fire(inlineSlot, nil)
-        }
+        fireEmbedded(nil)
+    }
+}
+
+extension Unmanaged {
+    /// The object a non-zero word holds (an upstream word, a waiters word, ...).
+    @inlinable
+    static func fromWord(_ word: UInt) -> Unmanaged<Instance> {
+        fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
     }
 }

@@ -376,19 +376,17 @@ private final class _ActorQueueTable: @unchecked Sendable {
 }
 
 extension Future {
-    /// A `recover`-like step whose body runs on `queue`'s domain (main actor or actor overloads).
+    /// A step whose body runs on `queue`'s domain (main actor or actor overloads).
     ///
     /// - Parameters:
     ///   - body: The step's body; it runs only from `queue`'s drain.
     ///   - queue: The domain's queue.
     /// - Returns: The derived future.
-    internal func _isolatedErrorStep(
-        _ body: _ErrorStepNode<Value, InlineExecutor>.Body,
-        _ queue: _IsolatedQueue
-    ) -> Future<Value> {
-        let derived = Future<Value>(_variant: variant, result: nil, upstream: self)
-        let step = _ErrorStepNode<Value, InlineExecutor>(derived: derived, body: body, executor: .inline)
-        queue.register(on: self) { result in step._fireSource(result) }
+    internal func _isolatedStep<Body: _StepBody>(_ body: Body, _ queue: _IsolatedQueue) -> Future<Body.Output>
+    where Body.Input == Value {
+        let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
+        let step = _Step(derived: derived, body: body, on: InlineExecutor())
+        queue.register(on: self) { result in step.run(with: result, node: nil) }
         return derived
     }
 }

@@ -9,7 +9,7 @@ import Testing
 ///
 /// Each test runs the step both ways: `slotTaken == false` makes the step the source's first
 /// registration (the embedded node), `true` registers a callback first (the step gets a node).
-@Suite struct InlineStepTests {
+@Suite struct EmbeddedStepTests {
     static let cases: [(FutureVariant, Bool)] = FutureVariant.allCases.flatMap { variant in
         [(variant, false), (variant, true)]
     }

@@ -1,0 +1,70 @@
+@testable import FastFuture
+import Testing
+
+/// The layout assumptions the core makes about Swift objects and its own words, checked against
+/// the runtime: the object header size that puts a node's `_next` and the embedded node's link at
+/// the same offset, the result cell's offset, and that the common registrations fit in the
+/// embedded slot (else their first registration would allocate).
+@Suite struct LayoutTests {
+    @Test(
+        "An object's first stored property starts an object header past its address", arguments: FutureVariant.allCases)
+    func objectHeaderSize(variant: FutureVariant) {
+        let future = Future<Int>(_variant: variant, result: nil)
+        let node = _Node(_Forward(derived: future))
+        let raw = Unmanaged.passUnretained(node).toOpaque()
+        #expect(UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(node)) == raw + _Layout.objectHeaderSize)
+        // `_next` is the first stored property: the list code reaches it through `_nextField`.
+        let marker = UnsafeMutableRawPointer(bitPattern: 0x1230)
+        node._next = marker
+        #expect(_CallbackNode._nextField(raw).pointee == marker)
+        node._next = nil
+        #expect(_CallbackNode._nextField(raw).pointee == nil)
+        withExtendedLifetime(node) {}
+    }
+
+    @Test("The embedded node's link is where an object node's `_next` would be", arguments: FutureVariant.allCases)
+    func embeddedNodeLink(variant: FutureVariant) {
+        let future = Future<Int>(_variant: variant, result: nil)
+        let core = future._core
+        let link = UnsafeMutableRawPointer(core.words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedNext)!
+        #expect(UnsafeMutableRawPointer(_CallbackNode._nextField(core.embeddedNode)) == link)
+        #expect(UInt(bitPattern: core.embeddedNode) & _State.flagMask == 0)
+        withExtendedLifetime(future) {}
+    }
+
+    @Test("The result cell is at _ResultCell.offsetInFuture", arguments: FutureVariant.allCases)
+    func resultCellOffset(variant: FutureVariant) {
+        let future = Future<String>(_variant: variant, result: .success("cell"))
+        let start = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(future))
+        let cell = withUnsafeMutablePointer(to: &future._resultCell) { UnsafeMutableRawPointer($0) }
+        #expect(cell - start == _ResultCell.offsetInFuture)
+        #expect(UnsafeMutableRawPointer(future._resultCellPointer) == cell)
+        #expect(future.peek().flatMap { try? $0.get() } == "cell")
+    }
+
+    @Test("The common registrations fit in the embedded slot", arguments: FutureVariant.allCases)
+    func commonKindsFit(variant: FutureVariant) {
+        typealias Sink = _Aggregator<Int, [Int]>
+        #expect(_Callback<Int, InlineExecutor>._embeddable && _Callback<Int, InlineExecutor>._fitsInSlot)
+        #expect(_Callback<String, InlineExecutor>._fitsInSlot)
+        #expect(_Step<_MapBody<Int, String>, InlineExecutor>._embeddable)
+        #expect(_Step<_MapBody<Int, String>, InlineExecutor>._fitsInSlot)
+        #expect(_Step<_FlatMapBody<Int, String>, InlineExecutor>._fitsInSlot)
+        #expect(_Forward<Int>._embeddable && _Forward<Int>._fitsInSlot)
+        #expect(_Input<Sink>._embeddable && _Input<Sink>._fitsInSlot)
+        // Registrations that hop to another executor, and cancel handlers, take a node.
+        #expect(!_Callback<Int, CountingExecutor>._embeddable)
+        #expect(!_OnCancel<Int>._embeddable && _OnCancel<Int>._isCancelHandler)
+        // And the first `.inline` callback on a pending future really lands in the embedded slot.
+        let promise = Promise<Int>(variant: variant)
+        promise.future.whenComplete { _ in }
+        #expect(promise.future._loadState() & _State.embedded != 0)
+        #expect(promise.future._loadState() & _State.pointerMask == UInt(bitPattern: promise.future._core.embeddedNode))
+        promise.succeed(1)
+    }
+}
+
+/// An executor other than `.inline`, for the type-level checks above.
+private struct CountingExecutor: FutureExecutor {
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
