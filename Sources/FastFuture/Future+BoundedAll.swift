@@ -88,7 +88,7 @@ extension Future {
 ///
 /// - Note: `@unchecked Sendable`: every `var` is read and written only inside
 ///   `lock.withLock`; the `let`s are immutable and `Sendable`.
-internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
+internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unchecked Sendable {
     typealias Maker = @Sendable () -> Future<Value>
 
     private let lock = _DriverLock()
@@ -230,17 +230,28 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
         case .succeed(let output):
             promise.tryComplete(.success(output))
         case .fail:
-            // The inputs in flight first (here, inside the input's callback, their handlers and
-            // forwarded cancellations are queued), then the failure, once those have run.
-            for case let future? in leftovers.inFlight { future.cancel() }
+            // The inputs in flight first, and everything their cancellations start on this
+            // thread (urgently: not the work queued before), then the failure.
+            let ranAll = _Trampoline.runUrgently {
+                for case let future? in leftovers.inFlight { future.cancel() }
+            }
             let cancelled = lock.withLock { () -> [Future<Value>?] in
                 var done: [Future<Value>?] = []
                 swap(&done, &cancelling)
                 return done
             }
             _ = cancelled
-            _deliver()
+            if ranAll {
+                _deliver()
+            } else {
+                _Trampoline.runAfterUrgentWork(self)
+            }
         }
+    }
+
+    /// Delivers the failure once the urgent work it waited for is done (see "Failure").
+    func _runStep() {
+        _deliver()
     }
 
     /// Fails the result with the failure that finished the driver (see "Failure"), then
