@@ -21,8 +21,9 @@ extension Future {
     /// attempt at a time.
     ///
     /// - Parameter duration: How long to wait for this future. Zero or negative: this future is
-    ///   cancelled and the returned future fails with ``FutureTimeoutError`` at once, unless
-    ///   this future has already completed. 146 years or more: never times out (no timer).
+    ///   cancelled (its cancellation runs completely, inside a callback too) and the returned
+    ///   future fails with ``FutureTimeoutError`` at once, unless this future has already
+    ///   completed. 146 years or more: never times out (no timer).
     /// - Returns: A future with this future's variant. Cancelling it cancels this future.
     /// - Note: No thread waits: the deadline is kept by FastFuture's own timer threads, which
     ///   fire on time even while blocking work occupies every thread of
