@@ -344,11 +344,12 @@ struct LosersFirstTests {
         #expect(seen.steps == 0)
         #expect(steps.snapshot == 100)
     }
+}
 
-    // MARK: Stack safety
-
-    static let stackSize = 512 * 1024
-    static let deep = 100_000
+/// Stack safety of urgent work. In `StackSafetyTests`, which `scripts/test` runs alone: each
+/// waits on its thread for 100k races on a thread of its own.
+extension StackSafetyTests {
+    static let deepRaces = 100_000
 
     /// A cascade of decisions: cancelling each race's loser decides the next race, 100k deep
     /// (each delivery waits for the urgent work), on a 512 KiB stack.
@@ -357,20 +358,20 @@ struct LosersFirstTests {
         let outcome = LockedBox<(value: Int?, cancelled: Int, handled: Int)>((nil, 0, 0))
         TestThreads.run(1, stackSize: Self.stackSize) { _ in
             let handled = LockedBox(0)
-            let promises = (0...Self.deep).map { _ in Promise<Int>(variant: variant) }
+            let promises = (0...Self.deepRaces).map { _ in Promise<Int>(variant: variant) }
             for promise in promises { promise.onCancel { handled.withLock { $0 += 1 } } }
             let winner = Promise<Int>(variant: variant)
             let top = Future.race([winner.future, promises[0].future])
             // race i: promise i (cancelled by race i-1's decision, which decides race i) vs
             // promise i+1 (its loser).
-            let races = (0..<Self.deep).map { Future.race([promises[$0].future, promises[$0 + 1].future.map { $0 }]) }
+            let races = (0..<Self.deepRaces).map { Future.race([promises[$0].future, promises[$0 + 1].future.map { $0 }]) }
             winner.succeed(5)
             let cancelled = races.filter { $0.peek()?.failureValue is CancellationError }.count
             outcome.withLock { $0 = (try? top.peek()?.get(), cancelled, handled.snapshot) }
         }
         #expect(outcome.snapshot.value == 5)
-        #expect(outcome.snapshot.cancelled == Self.deep)
-        #expect(outcome.snapshot.handled == Self.deep + 1)
+        #expect(outcome.snapshot.cancelled == Self.deepRaces)
+        #expect(outcome.snapshot.handled == Self.deepRaces + 1)
     }
 
     /// race(race(race(root, l1), l2) ...), 100k nested; the root wins.
@@ -382,8 +383,8 @@ struct LosersFirstTests {
             let root = Promise<Int>(variant: variant)
             var future = root.future
             var losers: [Promise<Int>] = []
-            losers.reserveCapacity(Self.deep)
-            for _ in 0..<Self.deep {
+            losers.reserveCapacity(Self.deepRaces)
+            for _ in 0..<Self.deepRaces {
                 let loser = Promise<Int>(variant: variant)
                 loser.onCancel { handled.withLock { $0 += 1 } }
                 losers.append(loser)
@@ -393,6 +394,6 @@ struct LosersFirstTests {
             outcome.withLock { $0 = (try? future.peek()?.get(), handled.snapshot) }
         }
         #expect(outcome.snapshot.value == 7)
-        #expect(outcome.snapshot.handled == Self.deep)
+        #expect(outcome.snapshot.handled == Self.deepRaces)
     }
 }
