@@ -364,7 +364,9 @@ extension StackSafetyTests {
             let top = Future.race([winner.future, promises[0].future])
             // race i: promise i (cancelled by race i-1's decision, which decides race i) vs
             // promise i+1 (its loser).
-            let races = (0..<Self.deepRaces).map { Future.race([promises[$0].future, promises[$0 + 1].future.map { $0 }]) }
+            let races = (0..<Self.deepRaces).map { index in
+                Future.race([promises[index].future, promises[index + 1].future.map { $0 }])
+            }
             winner.succeed(5)
             let cancelled = races.filter { $0.peek()?.failureValue is CancellationError }.count
             outcome.withLock { $0 = (try? top.peek()?.get(), cancelled, handled.snapshot) }
