@@ -24,7 +24,9 @@ extension Future {
     ///   are cancelled *before* the failure is delivered - their `onCancel` handlers and
     ///   forwarded cancellations have run (on the failing input's thread, as for ``race(_:)``)
     ///   by the time this future's waiters and callbacks see it, so work chained after the
-    ///   failure never overlaps them.
+    ///   failure never overlaps them. A maker that another thread is running as the failure
+    ///   arrives is not waited for: its future is cancelled as soon as it returns, and no maker
+    ///   is called after it.
     ///   Cancelling it cancels the inputs in flight and stops the makers: once `cancel()` has
     ///   returned (or the result has completed), no maker is called, except that a maker
     ///   another thread was already starting as the cancel came may still be called (at most
@@ -77,18 +79,18 @@ extension Future {
 /// keeps 100k cancels cache-friendly (walked in a dictionary's hash order, they took 5x as
 /// long).
 ///
-/// Failure: an input that fails finishes the driver, cancels the inputs in flight, then fails
-/// the result (it reports from inside the input's callback, where `cancel()` publishes at once
-/// and queues the handlers, ahead of the result's own `.inline` callbacks). A `cancel()` of
-/// the result that comes meanwhile finds the inputs in `cancelling` and cancels them too
-/// before it returns.
+/// Failure: an input that fails finishes the driver, cancels the inputs in flight as urgent
+/// work (`_Trampoline.runUrgently`: everything those cancellations start on this thread runs
+/// first), then fails the result. A `cancel()` of the result that comes meanwhile finds the
+/// inputs in `cancelling` and cancels them too before it returns. A maker running on another
+/// thread meanwhile is not waited for: `adopt` cancels its future when it returns.
 ///
 /// Cancellation: the result's promise has an `onCancel` handler that calls ``cancel()``; the
 /// makers also check the result itself, which a `cancel()` completes before its handler runs.
 ///
 /// - Note: `@unchecked Sendable`: every `var` is read and written only inside
 ///   `lock.withLock`; the `let`s are immutable and `Sendable`.
-internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
+internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unchecked Sendable {
     typealias Maker = @Sendable () -> Future<Value>
 
     private let lock = _DriverLock()
@@ -230,17 +232,28 @@ internal final class _BoundedAllDriver<Value: Sendable>: @unchecked Sendable {
         case .succeed(let output):
             promise.tryComplete(.success(output))
         case .fail:
-            // The inputs in flight first (here, inside the input's callback, their handlers and
-            // forwarded cancellations are queued), then the failure, once those have run.
-            for case let future? in leftovers.inFlight { future.cancel() }
+            // The inputs in flight first, and everything their cancellations start on this
+            // thread (urgently: not the work queued before), then the failure.
+            let ranAll = _Trampoline.runUrgently {
+                for case let future? in leftovers.inFlight { future.cancel() }
+            }
             let cancelled = lock.withLock { () -> [Future<Value>?] in
                 var done: [Future<Value>?] = []
                 swap(&done, &cancelling)
                 return done
             }
             _ = cancelled
-            _deliver()
+            if ranAll {
+                _deliver()
+            } else {
+                _Trampoline.runAfterUrgentWork(self)
+            }
         }
+    }
+
+    /// Delivers the failure once the urgent work it waited for is done (see "Failure").
+    func _runStep() {
+        _deliver()
     }
 
     /// Fails the result with the failure that finished the driver (see "Failure"), then

@@ -48,9 +48,10 @@ extension Future {
     /// - Parameter futures: The inputs.
     /// - Returns: A future of the first success (by time); once one succeeds, the other inputs
     ///   are cancelled *first*: when this future's waiters and callbacks see the value, every
-    ///   other input is already complete (cancelled), and the `onCancel` handlers and forwarded
-    ///   cancellations this triggers run on the succeeding input's thread ahead of this
-    ///   future's `.inline` callbacks. If every input fails it fails with
+    ///   other input is complete (cancelled) and every `onCancel` handler those cancellations
+    ///   reach - forwarded through `map`s, `flatMap`s and combinators, at any depth - has run,
+    ///   on the succeeding input's thread (work queued there before or after is not run
+    ///   first). If every input fails it fails with
     ///   ``AllFailedError`` holding the errors in input order; for no inputs, with
     ///   `AllFailedError(errors: [])`.
     /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
@@ -70,9 +71,10 @@ extension Future {
     /// - Parameter futures: The inputs.
     /// - Returns: A future that completes like the first input to complete. The other inputs
     ///   are cancelled *first*: when this future's waiters and callbacks see the result, every
-    ///   other input is already complete (cancelled), and the `onCancel` handlers and forwarded
-    ///   cancellations this triggers run on the first input's completing thread ahead of this
-    ///   future's `.inline` callbacks. For no inputs it fails with
+    ///   other input is complete (cancelled) and every `onCancel` handler those cancellations
+    ///   reach - forwarded through `map`s, `flatMap`s and combinators, at any depth - has run,
+    ///   on the first input's completing thread (work queued there before or after is not run
+    ///   first). For no inputs it fails with
     ///   `AllFailedError(errors: [])`.
     /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
     ///   own time; everything the cancellations run on the deciding thread comes first.

@@ -21,8 +21,9 @@ extension Future {
     /// attempt at a time.
     ///
     /// - Parameter duration: How long to wait for this future. Zero or negative: this future is
-    ///   cancelled and the returned future fails with ``FutureTimeoutError`` at once, unless
-    ///   this future has already completed. 146 years or more: never times out (no timer).
+    ///   cancelled (its cancellation runs completely, inside a callback too) and the returned
+    ///   future fails with ``FutureTimeoutError`` at once, unless this future has already
+    ///   completed. 146 years or more: never times out (no timer).
     /// - Returns: A future with this future's variant. Cancelling it cancels this future.
     /// - Note: No thread waits: the deadline is kept by FastFuture's own timer threads, which
     ///   fire on time even while blocking work occupies every thread of
@@ -72,12 +73,20 @@ extension Future {
             return Future(_variant: variant, result: result)
         }
         guard duration > .zero else {
-            // Cancel first; a source that completed meanwhile was in time.
-            if case .won = _complete(.failure(CancellationError()), byCancel: true) {
-                return Future(_variant: variant, result: .failure(FutureTimeoutError()))
+            // Cancel first, and run what that starts (urgently: not the work queued before);
+            // a source that completed meanwhile was in time.
+            var outcome = _ClaimOutcome.lostToCompletion
+            let ranAll = _Trampoline.runUrgently { outcome = _complete(.failure(CancellationError()), byCancel: true) }
+            guard case .won = outcome else {
+                _core.awaitPublished()
+                return Future(_variant: variant, result: _completedResult)
             }
-            _core.awaitPublished()
-            return Future(_variant: variant, result: _completedResult)
+            if ranAll { return Future(_variant: variant, result: .failure(FutureTimeoutError())) }
+            // Made inside urgent work (an `onCancel` handler of a race's loser, say): fail once
+            // that work, the source's cancellation included, has run.
+            let derived = Future(_variant: variant, result: nil)
+            _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
+            return derived
         }
         // The derived future holds this one as its upstream: cancelling it cancels this one,
         // and the reference is dropped as soon as it completes.
@@ -109,16 +118,17 @@ extension Future {
             derived._complete(result)
             return
         }
-        switch _complete(.failure(CancellationError()), byCancel: true) {
+        // The source's onCancel handlers, its forwarded cancellation and its callbacks run
+        // first, inside `runUrgently` - at top level (a timer thread) and inside a callback (a
+        // manual clock advanced from one) alike - then the failure is delivered.
+        var outcome = _ClaimOutcome.lostToCompletion
+        let ranAll = _Trampoline.runUrgently { outcome = _complete(.failure(CancellationError()), byCancel: true) }
+        switch outcome {
         case .won:
-            // At top level (a timer thread), the source's onCancel handlers, its forwarded
-            // cancellation and its callbacks have all run by now. Inside a callback (a manual
-            // clock advanced from one), they are queued on this thread's trampoline: queue the
-            // failure behind them, so that it is still seen only after them.
-            if _Trampoline.current.isDraining {
-                _Trampoline.run(.cancel(_TimeoutExpiry(derived)))
-            } else {
+            if ranAll {
                 derived._complete(.failure(FutureTimeoutError()))
+            } else {
+                _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
             }
         case .lostToCancel, .lostToCompletion:
             // Completed (or cancelled) by another thread just now: pass that on.
@@ -197,24 +207,17 @@ extension Future {
     }
 }
 
-/// Time ran out for a `timeout` whose source's cancellation is queued on this thread's
-/// trampoline: queued behind it as a `.cancel` work item, it fails the timeout future with
-/// ``FutureTimeoutError`` (not a cancellation of anything: the trampoline's way to run one
-/// step after the work queued before it).
-internal final class _TimeoutExpiry<Value: Sendable>: _Cancellable {
+/// Time ran out for a `timeout` whose source was cancelled inside urgent work (see
+/// `_Trampoline.runUrgently`): run once that work is done, it fails the timeout future with
+/// ``FutureTimeoutError``.
+internal final class _TimeoutExpiry<Value: Sendable>: _TrampolineStep {
     private let derived: Future<Value>
 
     init(_ derived: Future<Value>) {
         self.derived = derived
     }
 
-    func _cancelFromDownstream() {
-        // A barrier: work queued after this item (the forwarded cancellations' own handlers
-        // and callbacks) runs first; fail only once nothing is left queued behind it.
-        if _Trampoline.current.count > 0 {
-            _Trampoline.run(.cancel(self))
-            return
-        }
+    func _runStep() {
         derived._complete(.failure(FutureTimeoutError()))
     }
 }

@@ -56,13 +56,13 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///                             nothing is pending and this object goes soon)
 ///
 /// - Losers first: the decider of `first`/`race` takes the token *before* it completes the
-///   derived future and cancels every other input, then completes the derived future at once.
-///   The decider runs inside the winner's callback, where `cancel()` publishes the loser's
-///   cancellation at once and queues its `onCancel` handlers and forwarded cancellations on
-///   this thread's trampoline - ahead of the derived future's own `.inline` callbacks, which
-///   are queued when it completes. (Waiting for the queue to empty first would make the result
-///   wait for unrelated work queued behind it: the contract says nothing waits for another
-///   thread's callbacks.) A cancellation of the derived future that comes meanwhile (and wins
+///   derived future and cancels every other input inside `_Trampoline.runUrgently`, which runs
+///   everything those cancellations start on this thread - the losers' `onCancel` handlers and
+///   callbacks, the cancellations they forward upstream (any depth), and theirs - before the
+///   decider completes the derived future; work queued on the trampoline before or after is
+///   left alone, so the result waits for nothing unrelated. Inside such urgent work (this
+///   combinator decided by another one's cancellation) the delivery runs once that work is
+///   done (`_runStep`). A cancellation of the derived future that comes meanwhile (and wins
 ///   it) finds the token `decided`, and cancels the inputs itself before it returns - they are
 ///   already cancelled, or being cancelled by the decider - so a top-level `cancel()` still
 ///   returns with every input cancelled.
@@ -84,7 +84,9 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///   this object to its own thread's trampoline, which alone reads it; `derived` is
 ///   immutable; the words are accessed only through the shim.
 @usableFromInline
-internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, @unchecked Sendable {
+internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, _TrampolineStep,
+    @unchecked Sendable
+{
     @usableFromInline
     enum Mode: Sendable {
         /// `all`: fail with the first failure; succeed when every input has.
@@ -217,14 +219,11 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
                 releaseInputs()  // the other inputs are left alone
             }
         case (.race, _), (.first, .success):
-            // Losers first (see the type's comment): cancel them, then complete the derived
-            // future; their queued handlers run ahead of its callbacks.
+            // Losers first (see the type's comment): cancel them, run what that starts, then
+            // complete the derived future.
             guard takeInputs(Self.decided) == Self.untaken else { return }
             winner = index
-            for other in 0..<count where other != index {
-                inputs[other].cancel()
-            }
-            _deliver()
+            _decide()
         case (.all, .success), (.allSettled, _), (.first, .failure):
             guard countDown(), takeInputs() == Self.untaken else { return }
             let buffer = UnsafeBufferPointer(start: inputs, count: count)
@@ -249,11 +248,33 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         releaseInputs()
     }
 
+    /// The decider of `first`/`race` (`winner` set, the token taken): cancels the losers
+    /// urgently, then delivers - or, inside urgent work, once that is done (see the type's
+    /// comment).
+    @usableFromInline
+    func _decide() {
+        let ranAll = _Trampoline.runUrgently {
+            for other in 0..<count where other != winner {
+                inputs[other].cancel()
+            }
+        }
+        if ranAll {
+            _deliver()
+        } else {
+            _Trampoline.runAfterUrgentWork(self)
+        }
+    }
+
     /// Completes the derived future like the input that decided `first`/`race`, after the
     /// losers were cancelled (see the type's comment).
     @usableFromInline
     func _deliver() {
         derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
+    }
+
+    @usableFromInline
+    func _runStep() {
+        _deliver()
     }
 
     @usableFromInline

@@ -18,6 +18,14 @@ internal enum _TrampolineWork {
     case cancel(any _Cancellable)
 }
 
+/// What a combinator or a timeout does once the futures it gave up on are cancelled: deliver
+/// its result (see `_Trampoline.runUrgently`).
+@usableFromInline
+internal protocol _TrampolineStep: AnyObject {
+    /// Runs the step.
+    func _runStep()
+}
+
 /// The per-thread queue that makes inline callbacks iterative.
 ///
 /// Whoever completes a future (or registers on a complete one, or cancels one) hands the work
@@ -32,6 +40,22 @@ internal enum _TrampolineWork {
 /// after that callback returns, in a loop, never by recursion. A chain of a million `map`s
 /// therefore completes in constant stack depth.
 ///
+/// Cancel first: where FastFuture gives up on futures (the losers of `first`/`race`, the inputs
+/// in flight of a failed bounded `all`, a timeout's source), it cancels them inside
+/// `runUrgently`, which swaps in an *urgent* queue while those cancellations run: everything
+/// they queue - `onCancel` handlers, forwarded cancellations, the cancelled futures' callbacks,
+/// and whatever those queue in turn - goes there, and `runUrgently` runs it all, FIFO, before it
+/// returns; then the caller delivers its result. The normal queue is set aside meanwhile, so
+/// the result waits for no unrelated work, whether queued before or after:
+///
+///     decider ──runUrgently { cancel losers }──▶ urgent queue: run to empty ──▶ deliver result
+///                                                 (normal queue untouched)
+///
+/// A give-up that happens inside urgent work (a race decided because another race cancelled
+/// its input) does not nest: `runUrgently` queues its cancellations and returns `false`, and
+/// the caller hands its delivery to `runAfterUrgentWork`, which the outermost `runUrgently` runs
+/// once the urgent queue is empty. So any nesting of races runs in constant stack depth.
+///
 /// A trampoline belongs to one thread: it is reached only through thread-local storage and
 /// never shared, so it needs no synchronization (it is deliberately not `Sendable`), and its
 /// stored properties skip dynamic exclusivity checks.
@@ -45,6 +69,19 @@ internal final class _Trampoline {
     @usableFromInline @exclusivity(unchecked) var head = 0
     @usableFromInline @exclusivity(unchecked) var count = 0
 
+    /// Whether the queue above is the urgent one (inside `runUrgently`); the normal queue is
+    /// then set aside in `spare`.
+    @exclusivity(unchecked) var isUrgent = false
+    /// The queue not in use: the urgent one (empty; no buffer until first needed), or, while
+    /// `isUrgent`, the normal one.
+    @exclusivity(unchecked) var spare = (
+        buffer: UnsafeMutablePointer<_TrampolineWork>?.none, capacity: 0, head: 0, count: 0
+    )
+    /// Deliveries of give-ups made inside urgent work (see `runAfterUrgentWork`), from
+    /// `stepsHead` on.
+    @exclusivity(unchecked) var steps: [any _TrampolineStep] = []
+    @exclusivity(unchecked) var stepsHead = 0
+
     @usableFromInline
     init() {
         capacity = 16
@@ -55,6 +92,7 @@ internal final class _Trampoline {
         // Never reached with queued work: the queue is empty whenever `run` returns.
         buffer.deinitialize(count: count)  // count is 0; kept for symmetry with `enqueue`
         buffer.deallocate()
+        spare.buffer?.deallocate()
     }
 
     // MARK: Thread-local access
@@ -180,14 +218,108 @@ internal final class _Trampoline {
     /// callback, whose future may be completed by work queued behind that very callback
     /// (`Future.succeeded(1).map { $0 }` made inside a callback completes only once its step,
     /// queued here, has run). Nested, so bounded by how deeply `wait()`s nest, not by chains.
+    /// Inside urgent work: the urgent queue, then the deliveries waiting for it, then the normal
+    /// queue set aside.
     @usableFromInline
     func runQueued(until isDone: () -> Bool) {
-        while count > 0, !isDone() {
-            let work = (buffer + head).move()
-            head = (head + 1) & (capacity - 1)
-            count -= 1
-            Self.perform(work)
+        while !isDone() {
+            if count > 0 {
+                let work = (buffer + head).move()
+                head = (head + 1) & (capacity - 1)
+                count -= 1
+                Self.perform(work)
+            } else if !isUrgent {
+                return
+            } else if stepsHead < steps.count {
+                runNextStep()
+            } else if spare.count > 0, let spareBuffer = spare.buffer {
+                let work = (spareBuffer + spare.head).move()
+                spare.head = (spare.head + 1) & (spare.capacity - 1)
+                spare.count -= 1
+                Self.perform(work)
+            } else {
+                return
+            }
         }
+    }
+
+    // MARK: Urgent work (cancel first)
+
+    /// Runs `body`, which cancels futures that FastFuture gives up on, and then everything those
+    /// cancellations queue on this thread, transitively (see the type's comment), leaving the
+    /// work queued before untouched. Returns `true` once all of it has run; the caller then
+    /// delivers its result. Returns `false` if this thread is already running urgent work:
+    /// `body` has run and its work is queued behind that work; the caller must hand its delivery
+    /// to `runAfterUrgentWork`.
+    ///
+    /// At top level (no trampolined work running) `body`'s cancellations run everything they
+    /// start before they return, so there it simply runs `body`.
+    @usableFromInline @inline(never)
+    static func runUrgently(_ body: () -> Void) -> Bool {
+        currentUnmanaged._withUnsafeGuaranteedRef { $0.runUrgently(body) }
+    }
+
+    /// Runs `step` once the urgent work this thread is running is done (after a
+    /// `runUrgently` that returned `false`).
+    @usableFromInline @inline(never)
+    static func runAfterUrgentWork(_ step: any _TrampolineStep) {
+        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
+            precondition(trampoline.isUrgent, "FastFuture internal error: no urgent work to wait for")
+            trampoline.steps.append(step)
+        }
+    }
+
+    func runUrgently(_ body: () -> Void) -> Bool {
+        if isUrgent {
+            body()
+            return false
+        }
+        guard isDraining else {
+            body()
+            return true
+        }
+        if spare.buffer == nil {
+            spare.buffer = .allocate(capacity: 16)
+            spare.capacity = 16
+        }
+        swapQueues()
+        isUrgent = true
+        body()
+        while true {
+            if count > 0 {
+                let work = (buffer + head).move()
+                head = (head + 1) & (capacity - 1)
+                count -= 1
+                Self.perform(work)
+            } else if stepsHead < steps.count {
+                runNextStep()
+            } else {
+                break
+            }
+        }
+        steps.removeAll(keepingCapacity: true)
+        stepsHead = 0
+        head = 0
+        isUrgent = false
+        swapQueues()
+        return true
+    }
+
+    /// Runs the next delivery waiting for urgent work.
+    func runNextStep() {
+        let step = steps[stepsHead]
+        stepsHead += 1
+        step._runStep()
+    }
+
+    /// Exchanges the queue in use and the spare one.
+    func swapQueues() {
+        let inUse = (buffer: Optional(buffer), capacity: capacity, head: head, count: count)
+        buffer = spare.buffer.unsafelyUnwrapped
+        capacity = spare.capacity
+        head = spare.head
+        count = spare.count
+        spare = inUse
     }
 
     @usableFromInline

@@ -136,7 +136,7 @@
             claimVsClaim, completeVsCancel, pushVsPublish, twoRegistrantsVsPublish, lateRegistration,
             waiterVsPublish, waiterGivesUpVsPublish, awaitCancelledVsSucceed, awaitCancelledVsCancel,
             cancellingValueVsSucceed, chainCancelVsCompletion, flatMapBothEnds,
-            combinatorVsCompletionAndCancel, firstVsCompletions,
+            combinatorVsCompletionAndCancel, firstVsCompletions, raceLosersFirst,
             lockedMutex,
         ]
 
@@ -680,6 +680,51 @@
                     log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
                     if outcomes == ["first:\(id)"] {
                         log.expect(input.peek()?.payloadID == id, "first has \(name)'s value, \(name) does not")
+                    }
+                }
+            }
+            return run
+        }
+
+        /// `race` over two `map`s of promises that both succeed while the race is cancelled: losers
+        /// first - a loser's promise that the decision cancelled has run its `onCancel` (forwarded
+        /// through the `map`) before the race's callback sees the winner's value; each `onCancel`
+        /// once iff its promise was cancelled; the race completes once.
+        static let raceLosersFirst = ExploreScenario("race-losers-first") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let a = Promise<ExplorePayload>(variant: variant)
+            let b = Promise<ExplorePayload>(variant: variant)
+            a.onCancel { log.event("a:onCancel") }
+            b.onCancel { log.event("b:onCancel") }
+            let race = Future.race([a.future.map { $0 }, b.future.map { $0 }])
+            run.watch(a.future, "a")
+            run.watch(b.future, "b")
+            run.watch(race, "race")
+            race.whenComplete { log.event($0.isCancellation ? "race:cancelled" : "race:\($0.payloadID ?? -1)") }
+            run.threads = [
+                { a.tryComplete(.success(ExplorePayload(1))) },
+                { b.tryComplete(.success(ExplorePayload(2))) },
+                {
+                    race.cancel()
+                    log.expect(race.isComplete, "cancel() returned before the race was complete")
+                },
+            ]
+            run.check = {
+                log.expect(a.future.isComplete && b.future.isComplete && race.isComplete, "a future is pending")
+                let outcomes = log.events.filter { $0.hasPrefix("race:") }
+                log.expect(outcomes.count == 1, "race completions: \(outcomes)")
+                for (name, input, id, other) in [("a", a.future, 1, "b"), ("b", b.future, 2, "a")] {
+                    let cancelled = input.peek()?.isCancellation == true
+                    log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
+                    if outcomes == ["race:\(id)"] {
+                        log.expect(input.peek()?.payloadID == id, "race has \(name)'s value, \(name) does not")
+                        // The loser was cancelled by the decision: its handler ran before the result.
+                        if log.count("\(other):onCancel") == 1 {
+                            log.expect(
+                                log.ordered("\(other):onCancel", "race:\(id)"),
+                                "loser's handler after the result: \(log.events)")
+                        }
                     }
                 }
             }

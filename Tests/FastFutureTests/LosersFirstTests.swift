@@ -1,0 +1,401 @@
+import Dispatch
+import FastFuture
+import FastFutureTesting
+import Foundation
+import Testing
+
+/// Cancel first, completely: where FastFuture gives up on futures (`first`/`race` losers, the
+/// inputs in flight of a failed bounded `all`, a timeout's source), every `onCancel` handler its
+/// cancellations reach - forwarded upstream through `map`s, a `flatMap`'s inner future, another
+/// combinator, at any depth - has run before anyone sees the result; and the result waits for
+/// no unrelated work queued on the deciding thread.
+@Suite(.timeLimit(.minutes(1)))
+struct LosersFirstTests {
+    /// How the deciding completion happens: at top level, or inside another future's callback.
+    enum Completer: CaseIterable, Sendable {
+        case topLevel, insideACallback
+    }
+
+    /// The handlers reached from the losers, by name, each with whether the combinator's result
+    /// was already visible (`isComplete`) when it ran.
+    final class Handlers: Sendable {
+        private let box = LockedBox<[String: Bool]>([:])
+        private let isComplete: @Sendable () -> Bool
+
+        init(_ isComplete: @escaping @Sendable () -> Bool) {
+            self.isComplete = isComplete
+        }
+
+        func ran(_ name: String) {
+            let seen = isComplete()
+            box.withLock { $0[name] = seen }
+        }
+
+        var names: Set<String> { Set(box.snapshot.keys) }
+        /// The handlers that ran after the result was already visible.
+        var late: [String] { box.snapshot.filter { $0.value }.map(\.key).sorted() }
+    }
+
+    /// Losers whose handlers are reached only by forwarding: `p` three `map`s up, `inner` the
+    /// inner future a `flatMap` (itself mapped) waits on, `q`/`r` inputs of a `race` that is a
+    /// loser, one of them mapped.
+    static func losers(_ variant: FutureVariant, _ handlers: Handlers) -> [Future<Int>] {
+        let p = Promise<Int>(variant: variant)
+        p.onCancel { handlers.ran("p") }
+        let mapped = p.future.map { $0 + 1 }.map { $0 + 1 }.map { $0 + 1 }
+        let source = Promise<Int>(variant: variant)
+        let inner = Promise<Int>(variant: variant)
+        inner.onCancel { handlers.ran("inner") }
+        let flat = source.future.flatMap { _ in inner.future }.map { $0 }
+        source.succeed(0)  // the flatMap now waits on `inner`
+        let q = Promise<Int>(variant: variant)
+        let r = Promise<Int>(variant: variant)
+        q.onCancel { handlers.ran("q") }
+        r.onCancel { handlers.ran("r") }
+        let nested = Future.race([q.future.map { $0 }, r.future])
+        return [mapped, flat, nested]
+    }
+
+    static let everyHandler: Set<String> = ["p", "inner", "q", "r"]
+
+    @Test(
+        "first/race: every handler forwarded from the losers has run before the result is visible",
+        arguments: FutureVariant.allCases, Completer.allCases)
+    func forwardedHandlersRunBeforeTheResult(variant: FutureVariant, completer: Completer) throws {
+        for combinator in ["race", "first"] {
+            let combined = LockedBox<Future<Int>?>(nil)
+            let handlers = Handlers { combined.snapshot?.isComplete ?? false }
+            let winner = Promise<Int>(variant: variant)
+            let inputs = [winner.future] + Self.losers(variant, handlers)
+            let future = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
+            combined.withLock { $0 = future }
+            let seenByCallback = LockedBox<Set<String>?>(nil)
+            future.whenComplete { _ in seenByCallback.withLock { $0 = handlers.names } }
+            let seenByWaiter = LockedBox<Set<String>?>(nil)
+            let waiterDone = DispatchGroup()
+            waiterDone.enter()
+            Thread {
+                _ = try? future.wait()
+                seenByWaiter.withLock { $0 = handlers.names }
+                waiterDone.leave()
+            }.start()
+            switch completer {
+            case .topLevel:
+                winner.succeed(7)
+            case .insideACallback:
+                let trigger = Promise<Void>(variant: variant)
+                trigger.future.whenComplete { _ in winner.succeed(7) }
+                trigger.succeed(())
+            }
+            waiterDone.wait()
+            #expect(try future.peek()?.get() == 7)
+            #expect(handlers.late == [], "\(combinator), \(completer): result visible before these handlers ran")
+            #expect(seenByCallback.snapshot == Self.everyHandler, "\(combinator), \(completer): .inline callback")
+            #expect(seenByWaiter.snapshot == Self.everyHandler, "\(combinator), \(completer): wait()")
+        }
+    }
+
+    @Test(
+        "A race decided by another race's cancellation delivers after its own losers' handlers, both results after all of them",
+        arguments: FutureVariant.allCases, Completer.allCases)
+    func nestedDecision(variant: FutureVariant, completer: Completer) throws {
+        // outer = race(w, l); inner = race(l, y): cancelling l (outer's loser) decides inner,
+        // which cancels y.
+        let outer = LockedBox<Future<Int>?>(nil)
+        let innerRace = LockedBox<Future<Int>?>(nil)
+        let handlers = Handlers { (outer.snapshot?.isComplete ?? false) || (innerRace.snapshot?.isComplete ?? false) }
+        let w = Promise<Int>(variant: variant)
+        let l = Promise<Int>(variant: variant)
+        let y = Promise<Int>(variant: variant)
+        let z = Promise<Int>(variant: variant)
+        l.onCancel { handlers.ran("l") }
+        y.onCancel { handlers.ran("y") }
+        z.onCancel { handlers.ran("z") }
+        let inner = Future.race([l.future, y.future.map { $0 }, z.future])
+        innerRace.withLock { $0 = inner }
+        let outerFuture = Future.race([w.future, l.future])
+        outer.withLock { $0 = outerFuture }
+        let order = LockedBox<[String]>([])
+        inner.whenComplete { _ in order.append("inner:\(handlers.names.sorted())") }
+        outerFuture.whenComplete { _ in order.append("outer:\(handlers.names.sorted())") }
+        switch completer {
+        case .topLevel:
+            w.succeed(1)
+        case .insideACallback:
+            let trigger = Promise<Void>(variant: variant)
+            trigger.future.whenComplete { _ in w.succeed(1) }
+            trigger.succeed(())
+        }
+        #expect(try outerFuture.peek()?.get() == 1)
+        #expect(inner.peek()?.failureValue is CancellationError)
+        #expect(handlers.late == [], "results visible before these handlers ran")
+        #expect(
+            order.snapshot.sorted() == ["inner:[\"l\", \"y\", \"z\"]", "outer:[\"l\", \"y\", \"z\"]"],
+            "\(order.snapshot)")
+    }
+
+    // MARK: Nothing unrelated waits
+
+    /// The review's reproducer shape: the deciding thread is inside a callback on the winner
+    /// (registered after the race) that blocks until another thread has seen the result. The
+    /// result is visible by then - with the forwarded handlers run.
+    @Test(
+        "first/race: the result does not wait for a later callback that blocks on the deciding thread",
+        arguments: FutureVariant.allCases, Completer.allCases)
+    func resultDoesNotWaitForALaterBlockingCallback(variant: FutureVariant, completer: Completer) throws {
+        for combinator in ["race", "first"] {
+            let combined = LockedBox<Future<Int>?>(nil)
+            let handlers = Handlers { combined.snapshot?.isComplete ?? false }
+            let winner = Promise<Int>(variant: variant)
+            let inputs = [winner.future] + Self.losers(variant, handlers)
+            let future = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
+            combined.withLock { $0 = future }
+            let observed = LockedBox<(value: Int?, handlers: Set<String>)?>(nil)
+            winner.future.whenComplete { _ in
+                let looked = DispatchSemaphore(value: 0)
+                Thread {
+                    let value = try? future.wait(timeout: .seconds(10))
+                    observed.withLock { $0 = (value, handlers.names) }
+                    looked.signal()
+                }.start()
+                looked.wait()
+            }
+            switch completer {
+            case .topLevel:
+                winner.succeed(7)
+            case .insideACallback:
+                let trigger = Promise<Void>(variant: variant)
+                trigger.future.whenComplete { _ in winner.succeed(7) }
+                trigger.succeed(())
+            }
+            let seen = try #require(observed.snapshot)
+            #expect(
+                seen.value == 7, "\(combinator), \(completer): result held by a later callback on the deciding thread")
+            #expect(seen.handlers == Self.everyHandler, "\(combinator), \(completer)")
+        }
+    }
+
+    /// Work queued on the deciding thread before and after the decision - a chain of 1,000 `map`
+    /// steps, the first queued ahead of the winner's callbacks - is not run to deliver the
+    /// result: when the losers' handlers run, and when the result is seen, one step has run.
+    @Test(
+        "first/race: the result does not wait for unrelated work queued on the deciding thread",
+        arguments: FutureVariant.allCases)
+    func resultDoesNotWaitForUnrelatedQueuedWork(variant: FutureVariant) throws {
+        let steps = LockedBox(0)
+        let unrelated = Promise<Int>(variant: variant)
+        var chain = unrelated.future
+        for _ in 0..<1_000 {
+            chain = chain.map { value in
+                steps.withLock { $0 += 1 }
+                return value
+            }
+        }
+        let winner = Promise<Int>(variant: variant)
+        let loserSource = Promise<Int>(variant: variant)
+        let stepsAtHandler = LockedBox(-1)
+        loserSource.onCancel { stepsAtHandler.withLock { $0 = steps.snapshot } }
+        let combined = Future.race([winner.future, loserSource.future.map { $0 }.map { $0 }])
+        let stepsAtResult = LockedBox(-1)
+        combined.whenComplete { _ in stepsAtResult.withLock { $0 = steps.snapshot } }
+        let trigger = Promise<Void>(variant: variant)
+        trigger.future.whenComplete { _ in
+            unrelated.succeed(0)  // the chain's first step is queued first
+            winner.succeed(1)  // then the decider
+        }
+        trigger.succeed(())
+        #expect(try combined.peek()?.get() == 1)
+        #expect(steps.snapshot == 1_000)
+        #expect(stepsAtHandler.snapshot == 1, "the losers' cancellation ran queued unrelated work")
+        #expect(stepsAtResult.snapshot <= 2, "the result waited for \(stepsAtResult.snapshot) unrelated steps")
+    }
+
+    // MARK: Bounded all
+
+    @Test(
+        "Bounded all: a failure is delivered after every handler forwarded from the inputs in flight",
+        arguments: FutureVariant.allCases, Completer.allCases)
+    func boundedAllFailureAfterForwardedHandlers(variant: FutureVariant, completer: Completer) throws {
+        let result = LockedBox<Future<[Int]>?>(nil)
+        let handlers = Handlers { result.snapshot?.isComplete ?? false }
+        let failing = Promise<Int>(variant: variant)
+        let losers = Self.losers(variant, handlers)
+        let makers: [@Sendable () -> Future<Int>] = ([failing.future] + losers).map { future in { future } }
+        let all = Future.all(makers, maxConcurrent: 4)
+        result.withLock { $0 = all }
+        let seenByCallback = LockedBox<Set<String>?>(nil)
+        all.whenFailure { _ in seenByCallback.withLock { $0 = handlers.names } }
+        switch completer {
+        case .topLevel:
+            failing.fail(TestFailure(1))
+        case .insideACallback:
+            let trigger = Promise<Void>(variant: variant)
+            trigger.future.whenComplete { _ in failing.fail(TestFailure(1)) }
+            trigger.succeed(())
+        }
+        #expect(all.peek()?.failureValue as? TestFailure == TestFailure(1))
+        #expect(handlers.late == [], "failure visible before these handlers ran")
+        #expect(seenByCallback.snapshot == Self.everyHandler)
+    }
+
+    /// Review F2: a maker still running on another thread when a failure arrives. The failure
+    /// is delivered without waiting for it (nothing waits for another thread's user code); its
+    /// future is cancelled as soon as it returns, and no further maker is called.
+    @Test(
+        "Bounded all: a maker running when a failure arrives has its future cancelled when it returns",
+        arguments: FutureVariant.allCases)
+    func makerRunningWhenAFailureArrives(variant: FutureVariant) throws {
+        let promises = (0..<4).map { _ in Promise<Int>(variant: variant) }
+        let handled = LockedBox<Set<Int>>([])
+        for (index, promise) in promises.enumerated() { promise.onCancel { handled.withLock { _ = $0.insert(index) } } }
+        let makerStarted = DispatchSemaphore(value: 0)
+        let makerMayReturn = DispatchSemaphore(value: 0)
+        let called = LockedBox<[Int]>([])
+        let makers: [@Sendable () -> Future<Int>] = (0..<4).map { index in
+            {
+                called.append(index)
+                if index == 2 {
+                    makerStarted.signal()
+                    makerMayReturn.wait()
+                }
+                return promises[index].future
+            }
+        }
+        let all = Future.all(makers, maxConcurrent: 2)
+        #expect(called.snapshot == [0, 1])
+        let pumper = DispatchGroup()
+        pumper.enter()
+        Thread {
+            promises[0].succeed(0)  // frees a slot: this thread calls maker 2, which blocks
+            pumper.leave()
+        }.start()
+        makerStarted.wait()
+        promises[1].fail(TestFailure(1))
+        // Delivered at once, while maker 2 still runs.
+        #expect(all.peek()?.failureValue as? TestFailure == TestFailure(1))
+        #expect(!promises[2].future.isComplete)
+        makerMayReturn.signal()
+        pumper.wait()
+        #expect(promises[2].isCancelled, "maker 2's future is cancelled as soon as it returns")
+        #expect(handled.snapshot == [2])
+        #expect(called.snapshot == [0, 1, 2], "no maker is called after the failure")
+    }
+
+    // MARK: Timeouts
+
+    /// Review F5: `timeout(after: .zero)` made inside a callback: complete at once (zero means
+    /// now), and only after the source's cancellation ran - forwarded handlers included.
+    @Test(
+        "A zero timeout inside a callback cancels its source completely, then is complete",
+        arguments: FutureVariant.allCases)
+    func zeroTimeoutInsideACallback(variant: FutureVariant) throws {
+        let root = Promise<Int>(variant: variant)
+        let handled = LockedBox(false)
+        root.onCancel { handled.withLock { $0 = true } }
+        let source = root.future.map { $0 }.map { $0 }
+        let observed = LockedBox<(complete: Bool, timedOut: Bool, handled: Bool)?>(nil)
+        let trigger = Promise<Void>(variant: variant)
+        trigger.future.whenComplete { _ in
+            let timed = source.timeout(after: .zero)
+            observed.withLock {
+                $0 = (timed.isComplete, timed.peek()?.failureValue is FutureTimeoutError, handled.snapshot)
+            }
+        }
+        trigger.succeed(())
+        let seen = try #require(observed.snapshot)
+        #expect(seen.complete && seen.timedOut, "zero means now")
+        #expect(seen.handled, "complete before the source's forwarded onCancel ran")
+    }
+
+    /// A timer fired inside a callback (a manual clock advanced from one): the source's
+    /// cancellation runs completely, then the timeout fails - without waiting for unrelated work
+    /// queued before it on that thread.
+    @Test(
+        "A timeout that fires inside a callback cancels first and does not wait for unrelated queued work",
+        arguments: FutureVariant.allCases)
+    func timeoutFiredInsideACallback(variant: FutureVariant) throws {
+        let clock = ManualClock()
+        let root = Promise<Int>(variant: variant)
+        let handled = LockedBox(false)
+        root.onCancel { handled.withLock { $0 = true } }
+        let timed = root.future.map { $0 }.map { $0 }.timeout(after: .seconds(1), clock: clock)
+        let steps = LockedBox(0)
+        let unrelated = Promise<Int>(variant: variant)
+        var chain = unrelated.future
+        for _ in 0..<100 {
+            chain = chain.map { value in
+                steps.withLock { $0 += 1 }
+                return value
+            }
+        }
+        let observed = LockedBox<(timedOut: Bool, handled: Bool, steps: Int)?>(nil)
+        let trigger = Promise<Void>(variant: variant)
+        trigger.future.whenComplete { _ in
+            unrelated.succeed(0)  // queued first
+            clock.advance(by: .seconds(1))
+            observed.withLock {
+                $0 = (timed.peek()?.failureValue is FutureTimeoutError, handled.snapshot, steps.snapshot)
+            }
+        }
+        trigger.succeed(())
+        let seen = try #require(observed.snapshot)
+        #expect(seen.handled)
+        #expect(seen.timedOut, "the timeout waited for unrelated queued work")
+        #expect(seen.steps == 0)
+        #expect(steps.snapshot == 100)
+    }
+}
+
+/// Stack safety of urgent work. In `StackSafetyTests`, which `scripts/test` runs alone: each
+/// waits on its thread for 100k races on a thread of its own.
+extension StackSafetyTests {
+    static let deepRaces = 100_000
+
+    /// A cascade of decisions: cancelling each race's loser decides the next race, 100k deep
+    /// (each delivery waits for the urgent work), on a 512 KiB stack.
+    @Test("100k races decided by each other's cancellations, on a small stack", arguments: FutureVariant.allCases)
+    func cascadeOfNestedDecisions(variant: FutureVariant) throws {
+        let outcome = LockedBox<(value: Int?, cancelled: Int, handled: Int)>((nil, 0, 0))
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let handled = LockedBox(0)
+            let promises = (0...Self.deepRaces).map { _ in Promise<Int>(variant: variant) }
+            for promise in promises { promise.onCancel { handled.withLock { $0 += 1 } } }
+            let winner = Promise<Int>(variant: variant)
+            let top = Future.race([winner.future, promises[0].future])
+            // race i: promise i (cancelled by race i-1's decision, which decides race i) vs
+            // promise i+1 (its loser).
+            let races = (0..<Self.deepRaces).map { index in
+                Future.race([promises[index].future, promises[index + 1].future.map { $0 }])
+            }
+            winner.succeed(5)
+            let cancelled = races.filter { $0.peek()?.failureValue is CancellationError }.count
+            outcome.withLock { $0 = (try? top.peek()?.get(), cancelled, handled.snapshot) }
+        }
+        #expect(outcome.snapshot.value == 5)
+        #expect(outcome.snapshot.cancelled == Self.deepRaces)
+        #expect(outcome.snapshot.handled == Self.deepRaces + 1)
+    }
+
+    /// race(race(race(root, l1), l2) ...), 100k nested; the root wins.
+    @Test("100k nested races won at the root, on a small stack", arguments: FutureVariant.allCases)
+    func nestedRacesWonAtTheRoot(variant: FutureVariant) throws {
+        let outcome = LockedBox<(value: Int?, handled: Int)>((nil, 0))
+        TestThreads.run(1, stackSize: Self.stackSize) { _ in
+            let handled = LockedBox(0)
+            let root = Promise<Int>(variant: variant)
+            var future = root.future
+            var losers: [Promise<Int>] = []
+            losers.reserveCapacity(Self.deepRaces)
+            for _ in 0..<Self.deepRaces {
+                let loser = Promise<Int>(variant: variant)
+                loser.onCancel { handled.withLock { $0 += 1 } }
+                losers.append(loser)
+                future = Future.race([future, loser.future.map { $0 }])
+            }
+            root.succeed(7)
+            outcome.withLock { $0 = (try? future.peek()?.get(), handled.snapshot) }
+        }
+        #expect(outcome.snapshot.value == 7)
+        #expect(outcome.snapshot.handled == Self.deepRaces)
+    }
+}
