@@ -15,6 +15,13 @@
 //  - no logic here: the state machines, and the arguments for why each
 //    ordering is enough, live in Swift next to the code that uses them.
 //
+// Two things here are not atomics, each in its own section at the end: the
+// futex wait/wake that the `.locked` lock sleeps on, and the trampoline's
+// thread-local slot. They belong to the same seam - single instructions or
+// system calls that Swift cannot spell - and the schedule explorer must hook
+// the futex calls exactly as it hooks the atomics (`-DFF_EXPLORE`): one C
+// target keeps that to one module and one switch.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FASTFUTURE_ATOMICS_SHIM_H
@@ -257,6 +264,8 @@ FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
       &word->value, expected, desired, memory_order_acquire, memory_order_relaxed);
 }
 
+// MARK: - Not atomics (1): futex wait and wake (the `.locked` lock's sleep)
+
 #if defined(__linux__)
 /// Atomic wait (C++20's `atomic::wait`): sleeps while the word holds `expected`; may return
 /// spuriously. No ordering of its own: callers re-read the word with an atomic operation.
@@ -278,6 +287,8 @@ FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
   syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 #endif
+
+// MARK: - Not atomics (2): the trampoline's thread-local slot
 
 /// The calling thread's slot for FastFuture's trampoline (an opaque, retained pointer; NULL until
 /// the thread first needs one).

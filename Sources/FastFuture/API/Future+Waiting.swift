@@ -1,4 +1,3 @@
-import AtomicsShim
 import Dispatch
 
 extension Future {
@@ -157,71 +156,4 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
     let (nanos, overflow2) = secondsInNanos.addingReportingOverflow(attoseconds / 1_000_000_000)
     guard !overflow, !overflow2, nanos < Int64(Int.max / 2) else { return .distantFuture }
     return .now() + .nanoseconds(Int(max(nanos, 1)))
-}
-
-/// The meeting point of an awaiting task's continuation, the future's completion and the task's
-/// cancellation: whichever comes first resumes the continuation, exactly once.
-///
-///     EMPTY ──install──▶ INSTALLED ──resume / cancel──▶ RESUMED
-///       │
-///       └──cancel──▶ CANCELLED_EARLY ──install──▶ (resumes with CancellationError at once)
-///
-/// - Note: `@unchecked Sendable`: `continuation` is written once, before the release-CAS to
-///   INSTALLED, and read only by the single winner of the acquire-CAS INSTALLED → RESUMED.
-internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable {
-    // ORDER MATTERS: `_word` must be the first stored property (see `Future._words`); the
-    // superclass `_Waiter` has none.
-    private var _word: ff_atomic_word
-    @exclusivity(unchecked) private var continuation: _AsyncWaiterContinuation<Value>?
-
-    private static var empty: UInt { 0 }
-    private static var cancelledEarly: UInt { 1 }
-    private static var installed: UInt { 2 }
-    private static var resumed: UInt { 3 }
-
-    override init() {
-        _word = ff_atomic_word_make(Self.empty)
-    }
-
-    /// The future completed: resume with its result (unless the task was cancelled first).
-    override func wake(_ future: AnyObject) {
-        takeContinuation()?.resume(with: unsafeDowncast(future, to: Future<Value>.self)._completedResult)
-    }
-
-    private var word: UnsafeMutablePointer<ff_atomic_word> {
-        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
-    }
-
-    /// Installs the continuation. Returns `false` (having resumed it with `CancellationError`)
-    /// if the task was cancelled first.
-    func install(_ continuation: _AsyncWaiterContinuation<Value>) -> Bool {
-        self.continuation = continuation
-        var expected = Self.empty
-        // release: publishes `continuation` to the CAS that will resume it. (The acquire half is
-        // not needed - on failure nothing is read - but the shim's strong CAS with a release
-        // success ordering is acq_rel; a weak one could fail spuriously and be taken for CANCELLED.)
-        if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &expected, Self.installed) {
-            return true
-        }
-        self.continuation = nil
-        continuation.resume(throwing: CancellationError())
-        return false
-    }
-
-    /// The task was cancelled.
-    func cancel() {
-        var expected = Self.empty
-        // relaxed: EMPTY → CANCELLED_EARLY publishes nothing.
-        if ff_atomic_word_cmpxchg_strong_relaxed_relaxed(word, &expected, Self.cancelledEarly) { return }
-        takeContinuation()?.resume(throwing: CancellationError())
-    }
-
-    private func takeContinuation() -> _AsyncWaiterContinuation<Value>? {
-        var expected = Self.installed
-        // acquire: pairs with the release in `install`, making `continuation` visible.
-        guard ff_atomic_word_cmpxchg_strong_acquire_acquire(word, &expected, Self.resumed) else { return nil }
-        let continuation = self.continuation
-        self.continuation = nil
-        return continuation
-    }
 }

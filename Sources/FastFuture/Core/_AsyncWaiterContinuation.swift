@@ -1,4 +1,4 @@
-// What an `_AsyncWaiter` (see Future+Waiting.swift) resumes.
+// What an `_AsyncWaiter` (see _AsyncWaiter.swift) resumes.
 //
 // Normal builds: exactly the awaiting task's `UnsafeContinuation` (a type alias, so they compile
 // what they compiled before this file existed). Exploration builds (`-DFF_EXPLORE`, only

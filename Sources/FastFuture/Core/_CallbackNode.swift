@@ -1,0 +1,112 @@
+/// A registration on a future, in a node of its own: the element of the future's callback stack.
+///
+/// Nodes are linked through `_next` into the future's Treiber stack (see `Future`'s state
+/// word). The links are *owned* raw pointers (`Unmanaged`, +1): a list is never released by
+/// ARC recursion, only node by node in `_runList`/`_releaseList`, so a future with a million
+/// callbacks is freed in constant stack depth.
+///
+/// Every node is a `_Node<R>`, which holds one registration `R` (see `_Registration`): one
+/// registration costs exactly one allocation and no wrapper closure. The future's embedded node
+/// (see `_FutureWords.embeddedNext`) holds the same registration types without an allocation;
+/// `Future._register(_:)` chooses between the two.
+///
+/// - Note: `@unchecked Sendable` because a node has exactly one owner at a time, and ownership
+///   moves between threads only through synchronizing operations: the registering thread until
+///   the release-CAS that pushes it; the completer after the acquire-exchange that takes the
+///   stack; an executor's thread after `execute` handed it over (executors synchronize what they
+///   run). `_next` and `_fire` are touched only by the owner; the closures a registration holds
+///   are `@Sendable`.
+@usableFromInline
+internal class _CallbackNode: @unchecked Sendable {
+    /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`
+    /// the node was registered on.
+    ///
+    /// A stored function rather than an overridden method: the vtable of a generic class points
+    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
+    /// every call. The function stored here is referenced where the node is created, in code the
+    /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
+    /// one.
+    @usableFromInline
+    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: AnyObject) -> Void
+
+    /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
+    @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
+    /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
+    /// dropped unrun when the future completes any other way.
+    @usableFromInline final let _isCancelHandler: Bool
+    /// What running this node does. Its owner may change it: a `flatMap` step's node, once the
+    /// step has run, forwards its inner future's result (see `_Step`).
+    @usableFromInline @exclusivity(unchecked) final var _fire: Fire
+
+    @inlinable
+    init(isCancelHandler: Bool, fire: @escaping Fire) {
+        self._next = nil
+        self._isCancelHandler = isCancelHandler
+        self._fire = fire
+    }
+
+    // MARK: Lists
+    //
+    // A list may hold the future's embedded node (its first registration, see `_State.embedded`):
+    // not an object, so it is neither retained nor released. Both kinds keep their link
+    // `_Layout.objectHeaderSize` bytes past the node's address (`_nextField`).
+
+    /// The link of a node: an object node's `_next` (its first stored property, right after the
+    /// object header), or the embedded node's `_FutureWords.embeddedNext`.
+    @inlinable
+    static func _nextField(_ raw: UnsafeMutableRawPointer) -> UnsafeMutablePointer<UnsafeMutableRawPointer?> {
+        (raw + _Layout.objectHeaderSize).assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
+    }
+
+    /// Reverses an owned list (the LIFO stack as taken) into registration (FIFO) order.
+    @inlinable
+    static func _reversed(_ head: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        var reversed: UnsafeMutableRawPointer? = nil
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = reversed
+            reversed = raw
+        }
+        return reversed.unsafelyUnwrapped
+    }
+
+    /// Runs every node of an owned FIFO list against `future`, releasing each after it ran.
+    /// Cancel handlers run only when `cancelled`; otherwise they are just released.
+    @inlinable
+    static func _runList(_ head: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
+        let core = _FutureCore(future)
+        let embeddedNode = core.embeddedNode
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = nil
+            if raw == embeddedNode {
+                // Unretained: the caller holds `future` for the call.
+                core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+                continue
+            }
+            let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
+            if !node._isCancelHandler || cancelled {
+                node._fire(node, future)
+            }
+        }
+    }
+
+    /// Releases every node of an owned list without running any (the embedded node's contents
+    /// go with its future).
+    @usableFromInline
+    static func _releaseList(_ head: UnsafeMutableRawPointer, embeddedNode: UnsafeMutableRawPointer) {
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = nil
+            if raw != embeddedNode {
+                Unmanaged<_CallbackNode>.fromOpaque(raw).release()
+            }
+        }
+    }
+}

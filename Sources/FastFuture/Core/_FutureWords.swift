@@ -1,0 +1,80 @@
+import AtomicsShim
+
+// MARK: - The words
+
+/// The synchronized words at the start of every future (its first stored property), in this
+/// order:
+///
+/// - `state`: the fill-once cell, the head of the callback stack and the embedded node's owner
+///   bit. Its states, who owns what in each, and who may call what: see `_State`.
+/// - `upstream`, the second word: what `cancel()` forwards to, for a future derived from another
+///   (a `map`/`flatMap`/... step's source, the inner future a `flatMap` waits for, a combinator's
+///   shared state, a timer, a retry's attempt in flight): `_Upstream.none` (0), a +1 retained
+///   object, or `_Upstream.closed` (1) once the future completed and its completer took the
+///   object (any thread may swap one object for another until then: `replaceUpstream`). A word
+///   that is 0 when the future is shared stays 0 - only its creator sets it from 0, while the
+///   future is private - so a completer that reads 0 skips the word.
+/// - `waiters`, the third word: the threads and tasks blocked in `wait`/`value`. 0 until the
+///   first waiter, then a +1 retained `_WaiterSegment`: the first segment of slots of the
+///   future's waiter list (see `_WaiterList`), which links the later ones. Set once, by CAS, by
+///   the first waiter; read, never changed, by the completer; released by the future's deinit.
+///   Kept apart from the callback stack so that a waiter is woken as soon as the result is
+///   published - never behind callbacks - and can leave its slot when it gives up.
+/// - `lockWord`: `.locked` only, the lock every transition of the future is made under (and a
+///   combinator's counters, on its own future's lock): a futex lock on Linux, `os_unfair_lock` on
+///   Apple platforms (see `_FutureLock`); unused by `.lockFree`. `isLocked` says which variant
+///   the future is: immutable after `init`.
+/// - The embedded node (`embeddedNext`, `embeddedFire`, `embeddedSlot`): see `_State`.
+@usableFromInline
+internal struct _FutureWords {
+    @usableFromInline var state: ff_atomic_word
+    @usableFromInline var upstream: ff_atomic_word
+    @usableFromInline var waiters: ff_atomic_word
+    @usableFromInline var lockWord: _LockStorage
+    @usableFromInline let isLocked: Bool
+    /// The embedded node, which the first registration can take instead of a node of its own
+    /// (see `_State`): its stack link...
+    @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
+    /// ... what running it does (`_Registration._fireFromSlot`, specialized where it was
+    /// set; `nil` while the slot is empty) ...
+    @usableFromInline var embeddedFire: _EmbeddedFire
+    /// ... and the registration itself, in raw memory (a callback, a `map`/`flatMap` step, a
+    /// `flatMap`'s forward, a combinator's input: see `_Registration`). Written by the node's
+    /// owner before the push that publishes it; moved out by whoever runs it, or destroyed by the
+    /// future's deinit if it never ran.
+    @usableFromInline var embeddedSlot: _EmbeddedSlot
+
+    @inlinable
+    init(state: UInt, upstream: UInt, variant: FutureVariant) {
+        self.state = ff_atomic_word_make(state)
+        self.upstream = ff_atomic_word_make(upstream)
+        self.waiters = ff_atomic_word_make(0)
+        self.lockWord = .unlocked
+        self.isLocked = variant == .locked
+        self.embeddedNext = nil
+        self.embeddedFire = _EmbeddedFire(fire: nil)
+        self.embeddedSlot = (0, 0, 0)
+    }
+}
+
+/// Raw storage for the embedded node's registration: three words, word-aligned - room for a
+/// closure and one reference, which is what the registrations kept there need.
+@usableFromInline
+internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
+
+/// What running a future's embedded node does. A struct around the function, so that the field
+/// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
+/// expect the function reabstracted (thunked), not as a struct field stores it.
+///
+/// `fire(slot, source)` moves the registration out of `slot` and runs it with the result of
+/// `source` (the complete future, unretained: the caller holds it for the call); with
+/// `source == nil` it only destroys it (the future died pending).
+@usableFromInline
+internal struct _EmbeddedFire {
+    @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?
+
+    @inlinable
+    init(fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?) {
+        self.fire = fire
+    }
+}

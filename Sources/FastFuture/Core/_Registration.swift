@@ -1,0 +1,118 @@
+// MARK: - Registrations
+
+/// What can be registered on a `Future<Source>`: a callback, a chain step, a `flatMap`'s forward,
+/// a combinator's input, an `onCancel` handler.
+///
+/// Each kind is one value type, kept either in the future's embedded node (if it is
+/// `_embeddable` and fits in its three words: `_FutureWords.embeddedSlot`) or in a heap node
+/// (`_Node`), and run the same way from both by `run(with:node:)`. `Future._register(_:)` is
+/// the one entry point.
+@usableFromInline
+internal protocol _Registration: Sendable {
+    associatedtype Source: Sendable
+
+    /// Whether this kind may live in the embedded node: only registrations that run on the
+    /// completing thread (an `.inline` executor), so that one never needs a node to hop.
+    static var _embeddable: Bool { get }
+
+    /// `true` for an `onCancel` handler (see `_CallbackNode._isCancelHandler`).
+    static var _isCancelHandler: Bool { get }
+
+    /// Runs the registration with the source's result. `node` is the heap node it was kept in,
+    /// which the registration may reuse (a `flatMap` step follows its inner future with it), or
+    /// `nil` if it had none (the embedded node, or a queue of the caller's).
+    func run(with result: Result<Source, any Error>, node: _CallbackNode?)
+}
+
+extension _Registration {
+    @inlinable
+    static var _isCancelHandler: Bool { false }
+
+    /// Whether a value of this type fits in the embedded slot (folded to a constant when
+    /// specialized).
+    @inlinable
+    static var _fitsInSlot: Bool {
+        MemoryLayout<Self>.size <= MemoryLayout<_EmbeddedSlot>.size
+            && MemoryLayout<Self>.alignment <= MemoryLayout<_EmbeddedSlot>.alignment
+    }
+
+    /// The embedded node's `fire` for this kind (see `_EmbeddedFire`): moves the registration
+    /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
+    /// or, if `source` is `nil`, drops it.
+    @inlinable
+    static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        let registration = slot.assumingMemoryBound(to: Self.self).move()
+        guard let source else { return }
+        Unmanaged<Future<Source>>.fromOpaque(source)._withUnsafeGuaranteedRef {
+            registration.run(with: $0._completedResult, node: nil)
+        }
+    }
+}
+
+/// A heap node holding one registration.
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable {
+    @usableFromInline let registration: R
+
+    @inlinable
+    init(_ registration: R) {
+        self.registration = registration
+        super.init(isCancelHandler: R._isCancelHandler, fire: _Node<R>._fireNode)
+    }
+
+    @inlinable
+    static func _fireNode(_ node: _CallbackNode, _ future: AnyObject) {
+        let node = unsafeDowncast(node, to: Self.self)
+        node.registration.run(with: unsafeDowncast(future, to: Future<R.Source>.self)._completedResult, node: node)
+    }
+}
+
+extension Future {
+    /// Registers `registration`, the one entry point for every kind: in the future's embedded
+    /// node if the kind may live there and the node is free; else, if the future is complete and
+    /// this thread is not inside a callback, by running it at once; else in a node of its own.
+    @inlinable
+    internal func _register<R: _Registration>(_ registration: consuming R) where R.Source == Value {
+        if R._embeddable, R._fitsInSlot {
+            let core = _core
+            switch core.claimEmbedded() {
+            case .claimed:
+                core.embeddedSlot.initializeMemory(as: R.self, to: registration)
+                core.embeddedFire.pointee.fire = R._fireFromSlot
+                let node = core.embeddedNode
+                assert(
+                    UInt(bitPattern: node) & _State.flagMask == 0,
+                    "FastFuture: the embedded node is not 16-byte aligned")
+                guard let seen = core.push(node, isCancelHandler: false) else { return }
+                // Completed while we filled it: the completer did not take it; run it here, at once.
+                _CallbackNode._nextField(node).pointee = nil
+                _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
+                return
+            case .taken:
+                break
+            case .completed:
+                // Complete: run it now, unless it must queue behind the running callback (in a node).
+                if _Trampoline.runIfIdle({ registration.run(with: _completedResult, node: nil) }) { return }
+            }
+        }
+        _registerNode(_Node(registration))
+    }
+
+    /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is
+    /// complete, or drops it if it is a cancel handler that can never run.
+    @inlinable
+    internal func _registerNode(_ node: _CallbackNode) {
+        let isCancelHandler = node._isCancelHandler
+        let raw = Unmanaged.passRetained(node).toOpaque()
+        assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
+        guard let seen = _core.push(raw, isCancelHandler: isCancelHandler) else { return }
+        _CallbackNode._nextField(raw).pointee = nil
+        let cancelled = seen & _State.cancelled != 0
+        if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {
+            _Trampoline.run(.callbacks(raw, future: self, cancelled: cancelled))
+        } else {
+            Unmanaged<_CallbackNode>.fromOpaque(raw).release()
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import AtomicsShim
+
+// MARK: - The result cell
+
+/// A future's result in raw memory: a tag and three words that hold the value (if it fits, as
+/// most do: an `Int`, a `String`, an array, a reference, a small struct), the error, or a box
+/// holding a larger value. Its type does not mention `Value`, so the class's deinit needs no
+/// metadata lookup for it (see `Future._resultCell`).
+@usableFromInline
+internal struct _ResultCell {
+    @usableFromInline static let pending: UInt8 = 0
+    @usableFromInline static let value: UInt8 = 1
+    @usableFromInline static let error: UInt8 = 2
+    @usableFromInline static let boxedValue: UInt8 = 3
+
+    @usableFromInline var tag: UInt8
+    @usableFromInline var payload: (UInt, UInt, UInt)
+
+    @inlinable
+    init() {
+        tag = Self.pending
+        payload = (0, 0, 0)
+    }
+
+    /// Where the payload starts, from the cell's start.
+    @inlinable
+    static var payloadOffset: Int { MemoryLayout<_ResultCell>.offset(of: \.payload).unsafelyUnwrapped }
+
+    /// Where the cell starts in a future's stored properties: right after `_words`.
+    @inlinable
+    static var offsetInFuture: Int {
+        let alignment = MemoryLayout<_ResultCell>.alignment
+        return (MemoryLayout<_FutureWords>.size + alignment - 1) & ~(alignment - 1)
+    }
+}
+
+/// A value too large (or too aligned) for a `_ResultCell`'s three words.
+@usableFromInline
+internal final class _ResultBox<Value: Sendable>: Sendable {
+    @usableFromInline let value: Value
+
+    @inlinable
+    init(_ value: Value) {
+        self.value = value
+    }
+}
+
+extension Future {
+    /// Whether a value fits in the cell's payload.
+    @inlinable
+    internal static var _valueFitsInCell: Bool {
+        MemoryLayout<Value>.size <= MemoryLayout<(UInt, UInt, UInt)>.size
+            && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
+    }
+
+    /// The result cell (a stable address: a class instance never moves).
+    @inlinable
+    internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
+        #if FF_EXPLORE
+            // Exploration builds (scripts/explore): every access to the result comes through here;
+            // the explorer checks that a read happens after the write (`_storeResult` then records
+            // its write). Placed here, not in `_completedResult`, so that no line above that
+            // function's trap moves: builds without the switch compile byte for byte as before.
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), _resultCellPointerUnannotated, 0)
+        #endif
+        return (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+            to: _ResultCell.self)
+    }
+
+    #if FF_EXPLORE
+        /// Exploration builds: the result cell, without recording an access (deinit: the last
+        /// reference's release and acquire, which order it after every use, are not modelled).
+        @inlinable
+        internal var _resultCellPointerUnannotated: UnsafeMutablePointer<_ResultCell> {
+            (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+                to: _ResultCell.self)
+        }
+    #endif
+
+    /// Writes the result (the claim's winner, before its publish; or `init`).
+    @inlinable
+    internal func _storeResult(_ result: Result<Value, any Error>) {
+        let cell = _resultCellPointer
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
+        #endif
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        let tag: UInt8
+        switch result {
+        case .success(let value):
+            if Self._valueFitsInCell {
+                payload.initializeMemory(as: Value.self, repeating: value, count: 1)
+                tag = _ResultCell.value
+            } else {
+                payload.initializeMemory(as: _ResultBox<Value>.self, repeating: _ResultBox(value), count: 1)
+                tag = _ResultCell.boxedValue
+            }
+        case .failure(let error):
+            payload.initializeMemory(as: (any Error).self, repeating: error, count: 1)
+            tag = _ResultCell.error
+        }
+        cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = tag
+    }
+
+    /// Destroys the result, if any (deinit: the last reference is gone).
+    @usableFromInline
+    internal func _destroyResult() {
+        #if FF_EXPLORE
+            let cell = _resultCellPointerUnannotated
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_FREE), cell, 0)
+        #else
+            let cell = _resultCellPointer
+        #endif
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
+        case _ResultCell.value:
+            // A trivial value (an `Int`, a struct of them) needs no destruction: skip the generic
+            // `deinitialize` (this deinit is unspecialized: it would go through the value witness
+            // table); `_isPOD` is one flag read from the same table.
+            if !_isPOD(Value.self) { payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
+        case _ResultCell.error: payload.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
+        case _ResultCell.boxedValue: payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
+        default: break
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import AtomicsShim
+
+/// The state word's encoding, the states of a future, who owns what in each, and who may call what.
+/// (The article "How the lock-free core works", HowTheCoreWorks.md, has the same diagram.)
+///
+///     bits 63...4  HEAD       the last node pushed (a callback node, or the embedded node), or 0;
+///                             nodes are 16-byte aligned, which leaves the 4 bits below free
+///     bit 3        EMBEDDED   the embedded node has an owner: the registration that set this bit
+///     bit 2        COMPLETED  the result is published
+///     bit 1        CANCELLED  the claim's winner is a cancellation (never set without CLAIMED)
+///     bit 0        CLAIMED    a completer has won the claim; only it writes the result
+///
+///     Promise(), a derived future                           Future.succeeded(_:), .failed(_:)
+///              │                                                            │
+///              ▼                                                            ▼
+///           PENDING ────── claim ──────▶ CLAIMED ────── publish ──────▶ COMPLETED (terminal)
+///            │  ▲                         │  ▲
+///            └──┘                         └──┘
+///      push, set EMBEDDED           push, set EMBEDDED
+///
+///     claim         CAS; exactly one winner: a completion, or a cancellation (then CANCELLED too)
+///     publish       exchange, by the claim's winner only: sets COMPLETED, takes the whole stack
+///                   (HEAD becomes 0, EMBEDDED 0); the word never changes again
+///     push          CAS: a node onto the stack; refused once COMPLETED (an `onCancel` handler's
+///                   also once a completion other than a cancellation has claimed)
+///     set EMBEDDED  CAS: the embedded node gets its owner; refused once set, or once COMPLETED
+///
+///                   CLAIMED  CANCELLED  COMPLETED  EMBEDDED  HEAD
+///     PENDING          0         0          0        0 / 1   0 / a node
+///     CLAIMED          1       0 / 1        0        0 / 1   0 / a node
+///     COMPLETED        1       0 / 1        1          0     0
+///
+/// A future starts PENDING (HEAD 0, EMBEDDED 0), or COMPLETED when it is made with its result
+/// (written by `init` before the future is shared). COMPLETED is the only terminal state. CLAIMED
+/// is transient: the winner publishes right after writing the result, running no user code in
+/// between. A future whose promise is dropped dies PENDING: its deinit releases the stack's nodes
+/// and the embedded node's registration without running them.
+///
+/// Who owns what:
+///
+/// - The result cell (`Future._resultCell`). PENDING: empty, touched by no thread. CLAIMED: the
+///   claim's winner's alone; it writes the result, nobody reads it. COMPLETED: immutable, read
+///   by any thread that saw COMPLETED (an acquire load of this word, or a load under the lock),
+///   destroyed by the future's deinit.
+/// - The stack (HEAD and the nodes linked from it). PENDING and CLAIMED: a pushed node belongs
+///   to the stack (an object node with +1), and no thread reads it; a push writes only its own
+///   node's link, before its CAS. The publish hands the whole stack to the claim's winner, which
+///   runs each node once, in registration order, through its thread's trampoline (an `onCancel`
+///   handler only if the winner is a cancellation), and releases it. COMPLETED: HEAD is 0 for
+///   good.
+/// - The embedded node (`_FutureWords.embeddedNext`, `embeddedFire`, `embeddedSlot`). EMBEDDED 0: free,
+///   touched by no thread. EMBEDDED 1: its owner's - the registrant whose CAS set the bit - which
+///   fills it (a callback body, a `map`/`flatMap` step, a `flatMap`'s forward, a combinator's
+///   input: see `_Registration`) and pushes it like any other node, so it keeps its place
+///   in registration order; from that push on, the stack's. Nobody waits for the owner: the
+///   publish takes only what was pushed. A push that finds COMPLETED hands the node back, and its
+///   owner runs it itself, at once. COMPLETED: the publish cleared the bit and nobody can set it
+///   again; whoever holds the node (the winner, through the stack, or the owner whose push came
+///   too late) runs it once and clears `embeddedFire`.
+/// - The upstream and waiters words are not part of this state: see `_FutureWords`.
+///
+/// Who may call what (tagged on each `_FutureCore` method):
+///
+/// - Any thread that holds the future: `loadState`, `loadStateSeqCst`, `claim`, `claimEmbedded`,
+///   `push` (of a node the caller owns), `replaceUpstream`, `mutex`. A registration that finds
+///   PENDING or CLAIMED pushes and never waits; one that finds COMPLETED runs at once, on its own
+///   thread, even while the winner is still running the callbacks it took (those were registered
+///   while the future was pending; this one was not). Everything that reads the result (`peek`,
+///   `wait`, `value`, a late callback) needs only COMPLETED: nothing waits for the callbacks the
+///   winner runs.
+/// - The claim's winner only: writing the result, then `publish`, once.
+/// - A claim's loser that must return a complete future (a cancellation; `timeout`):
+///   `awaitPublished`. The one wait in the whole state machine: it spins, then yields, until the
+///   winner publishes - a few instructions, since the winner runs no user code in between, unless
+///   the winner's thread is preempted, and then yielding lets it run.
+/// - The embedded node's owner only: filling the node, pushing it, `fireEmbedded`.
+/// - The future's deinit only (no other reference is left): `deinitialize`.
+///
+/// `.locked` futures have the same words, states and owners; each transition is one critical
+/// section of the future's lock (see `_FutureWords.lockWord`), with relaxed accesses inside it,
+/// and "saw COMPLETED" means "read it under the lock".
+@usableFromInline
+internal enum _State {
+    @usableFromInline static let claimed: UInt = 0b0001
+    @usableFromInline static let cancelled: UInt = 0b0010
+    @usableFromInline static let completed: UInt = 0b0100
+    @usableFromInline static let embedded: UInt = 0b1000
+    @usableFromInline static let flagMask: UInt = 0b1111
+    @usableFromInline static let pointerMask: UInt = ~flagMask
+}
+
+/// The encoding of the upstream word (see `_FutureWords`).
+@usableFromInline
+internal enum _Upstream {
+    @usableFromInline static let none: UInt = 0
+    @usableFromInline static let closed: UInt = 1
+}
+
+/// What `claimEmbedded` found.
+@usableFromInline
+internal enum _EmbeddedClaim {
+    /// The embedded node is this caller's to fill and push.
+    case claimed
+    /// Another registration has it (the future was pending when this call looked).
+    case taken
+    /// The future is complete (seen with acquire, or under the lock: the result may be read).
+    case completed
+}
+
+/// How a claim ended.
+@usableFromInline
+internal enum _ClaimOutcome {
+    /// This call won: it is the future's only completer.
+    case won
+    /// `cancel()` had already won.
+    case lostToCancel
+    /// A completion other than `cancel()` had already won.
+    case lostToCompletion
+}

@@ -1,0 +1,93 @@
+/// Drives `Future.retry`: one attempt at a time, each started from the completion callback of
+/// the previous one (or from the delay timer), never by recursion.
+///
+/// Cancellation uses the result future's *upstream word*: it always points at what is in
+/// flight - the current attempt's future, or the delay timer - and is re-pointed with
+/// `_replaceUpstream` before that thing can complete or fire. Cancelling the result cancels
+/// exactly that object; once the result has completed, `_replaceUpstream` refuses, and the
+/// driver cancels the new object itself and stops.
+///
+/// - Note: Sendable: every stored property is immutable and `Sendable`.
+internal final class _RetryDriver<Value: Sendable>: Sendable {
+    let result: Future<Value>
+    let attempts: Int
+    let delay: Duration
+    let backoff: RetryBackoff
+    /// `nil`: retry after every error.
+    let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
+    let make: @Sendable (_ attempt: Int) -> Future<Value>
+    /// Makes the timer of a wait on a user's clock; `nil`: FastFuture's timer threads.
+    let makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
+
+    init(
+        result: Future<Value>,
+        attempts: Int,
+        delay: Duration,
+        backoff: RetryBackoff,
+        shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
+        makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)? = nil,
+        make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
+    ) {
+        self.makeTimer = makeTimer
+        self.result = result
+        self.attempts = attempts
+        self.delay = delay
+        self.backoff = backoff
+        self.shouldRetry = shouldRetry
+        self.make = make
+    }
+
+    /// Starts attempt number `number`, unless the result has completed (been cancelled).
+    func attempt(_ number: Int) {
+        if result.isComplete { return }
+        let future = make(number)
+        guard result._replaceUpstream(with: future) else {
+            // The result was cancelled while `make` ran.
+            future.cancel()
+            return
+        }
+        future.whenComplete { outcome in
+            // Runs through the trampoline: if `future` failed synchronously and this is
+            // nested in another attempt's callback, it is queued, not recursed into.
+            self.attemptDidComplete(number, outcome)
+        }
+    }
+
+    private func attemptDidComplete(_ number: Int, _ outcome: Result<Value, any Error>) {
+        if case .success = outcome {
+            result._complete(outcome)
+            return
+        }
+        if number >= attempts {
+            result._complete(outcome)
+            return
+        }
+        if result.isComplete { return }  // cancelled: this failure is its CancellationError
+        if let shouldRetry, case .failure(let error) = outcome, !shouldRetry(error) {
+            result._complete(outcome)
+            return
+        }
+        let wait = backoff.delay(after: number, base: delay)
+        guard wait > .zero else {
+            attempt(number + 1)
+            return
+        }
+        let fire: @Sendable () -> Void = { self.attempt(number + 1) }
+        if let makeTimer {
+            arm(makeTimer(wait, fire))
+        } else {
+            arm(_TimerEntry(after: wait, fire))
+        }
+    }
+
+    /// Makes `timer` the result's upstream, then arms it.
+    private func arm(_ timer: some _Timer) {
+        guard result._replaceUpstream(with: timer) else {
+            timer.cancel()
+            return
+        }
+        // Armed only now that cancelling the result reaches it; if it fired earlier, its
+        // attempt's future would be replaced as the upstream by this timer.
+        timer.start()
+    }
+}
