@@ -165,19 +165,4 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     public func peek() -> Result<Value, any Error>? {
         _loadState() & _State.completed != 0 ? _completedResult : nil
     }
-
-    /// The result of a future known to be complete (COMPLETED observed with acquire, or under
-    /// the mutex).
-    @inlinable
-    internal var _completedResult: Result<Value, any Error> {
-        let cell = _resultCellPointer
-        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
-        case _ResultCell.value: return .success(payload.assumingMemoryBound(to: Value.self).pointee)
-        case _ResultCell.error: return .failure(payload.assumingMemoryBound(to: (any Error).self).pointee)
-        case _ResultCell.boxedValue:
-            return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
-        default: fatalError("FastFuture internal error: read the result of a pending future")
-        }
-    }
 }
