@@ -388,11 +388,3 @@ internal struct _FutureCore {
         fireEmbedded(nil)
     }
 }
-
-extension Unmanaged {
-    /// The object a non-zero word holds (an upstream word, a waiters word, ...).
-    @inlinable
-    static func fromWord(_ word: UInt) -> Unmanaged<Instance> {
-        fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
-    }
-}

@@ -7,3 +7,11 @@ internal enum _Layout {
     @inlinable
     static var objectHeaderSize: Int { 2 * MemoryLayout<UnsafeRawPointer>.size }
 }
+
+extension Unmanaged {
+    /// The object a non-zero word holds (an upstream word, a waiters word, ...).
+    @inlinable
+    static func fromWord(_ word: UInt) -> Unmanaged<Instance> {
+        fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+    }
+}

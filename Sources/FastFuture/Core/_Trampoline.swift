@@ -131,8 +131,8 @@ internal final class _Trampoline {
     /// made from this module's code. `currentUnmanaged` and `makeCurrent`, which touch it, are
     /// `@inline(never)` and marked `optimize.no.crossmodule`: without that, a client built with
     /// `-cross-module-optimization` gets its own copy of them - and of the slot, always empty
-    /// there - and callbacks nest instead of queueing (found by review; `scripts/test` runs the
-    /// trampoline and stack-depth tests in such a build).
+    /// there - and callbacks nest instead of queueing (`scripts/test` runs the trampoline and
+    /// stack-depth tests in such a build).
     @usableFromInline
     static var current: _Trampoline {
         currentUnmanaged.takeUnretainedValue()

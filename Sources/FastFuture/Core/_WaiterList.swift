@@ -67,7 +67,7 @@ internal final class _WaiterSegment: ManagedBuffer<_WaiterSegmentHeader, ff_atom
         // and every slot is free or FIRED: a waiter holds the future until it leaves its slot.
         let next = withUnsafeMutablePointerToHeader { ff_atomic_word_load_relaxed(&$0.pointee.next) }
         if next > _WaiterList.fired {
-            Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped).release()
+            Unmanaged<_WaiterSegment>.fromWord(next).release()
         }
     }
 }
@@ -134,7 +134,7 @@ internal enum _WaiterList {
         switch outcome {
         case .closed, .full:
             // The completer closed the list: the future is complete.
-            Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
+            Unmanaged<_Waiter>.fromWord(token).release()
             return nil
         case .found(let slot, let index):
             ff_atomic_word_store_relaxed(hint, UInt(index + 1))
@@ -198,7 +198,7 @@ internal enum _WaiterList {
             let next = segment.withUnsafeMutablePointerToHeader { load(&$0.pointee.next, mutex) }
             if next == fired { return .closed }
             if next == 0 { return .full(segment, base) }
-            segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+            segment = Unmanaged<_WaiterSegment>.fromWord(next)
                 .takeUnretainedValue()
         }
     }
@@ -211,7 +211,7 @@ internal enum _WaiterList {
     static func remove(_ slot: Slot, waiter: _Waiter, mutex: _FutureLock?) -> Bool {
         let token = UInt(bitPattern: Unmanaged.passUnretained(waiter).toOpaque())
         guard compareExchange(slot, expected: token, desired: 0, mutex) == nil else { return false }
-        Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: token).unsafelyUnwrapped).release()
+        Unmanaged<_Waiter>.fromWord(token).release()
         return true
     }
 
@@ -219,14 +219,14 @@ internal enum _WaiterList {
     /// Called once, by the completer; `list` is the `waiters` word it loaded (not 0).
     @usableFromInline @inline(never)
     static func wakeAll(_ list: UInt, future: AnyObject, mutex: _FutureLock?) {
-        var segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: list).unsafelyUnwrapped)
+        var segment = Unmanaged<_WaiterSegment>.fromWord(list)
             .takeUnretainedValue()
         while true {
             let next: UInt = segment.withUnsafeMutablePointers { header, slots in
                 for index in 0..<header.pointee.capacity {
                     let taken = exchange(slots + index, fired, mutex)
                     if taken > fired {
-                        Unmanaged<_Waiter>.fromOpaque(UnsafeRawPointer(bitPattern: taken).unsafelyUnwrapped)
+                        Unmanaged<_Waiter>.fromWord(taken)
                             .takeRetainedValue().wake(future)
                     }
                 }
@@ -234,7 +234,7 @@ internal enum _WaiterList {
                 return compareExchange(&header.pointee.next, expected: 0, desired: fired, mutex) ?? 0
             }
             guard next > fired else { return }
-            segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+            segment = Unmanaged<_WaiterSegment>.fromWord(next)
                 .takeUnretainedValue()
         }
     }
@@ -246,7 +246,7 @@ internal enum _WaiterList {
         var capacity = 0
         var occupied = 0
         while word > fired {
-            let segment = Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+            let segment = Unmanaged<_WaiterSegment>.fromWord(word)
                 .takeUnretainedValue()
             word = segment.withUnsafeMutablePointers { header, slots in
                 capacity += header.pointee.capacity
@@ -270,13 +270,13 @@ internal enum _WaiterList {
             let fresh = makeSegment(capacity: firstCapacity)
             let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
             if let found = compareExchange(core.waiters, expected: 0, desired: raw, mutex) {
-                Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+                Unmanaged<_WaiterSegment>.fromWord(raw).release()
                 current = found
             } else {
                 current = raw
             }
         }
-        return Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: current).unsafelyUnwrapped)
+        return Unmanaged<_WaiterSegment>.fromWord(current)
             .takeUnretainedValue()
     }
 
@@ -290,14 +290,14 @@ internal enum _WaiterList {
                 let fresh = makeSegment(capacity: header.pointee.capacity * 2)
                 let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
                 if let found = compareExchange(&header.pointee.next, expected: 0, desired: raw, mutex) {
-                    Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: raw).unsafelyUnwrapped).release()
+                    Unmanaged<_WaiterSegment>.fromWord(raw).release()
                     next = found
                 } else {
                     next = raw
                 }
             }
             guard next > fired else { return nil }
-            return Unmanaged<_WaiterSegment>.fromOpaque(UnsafeRawPointer(bitPattern: next).unsafelyUnwrapped)
+            return Unmanaged<_WaiterSegment>.fromWord(next)
                 .takeUnretainedValue()
         }
     }

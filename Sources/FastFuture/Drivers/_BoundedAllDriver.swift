@@ -23,8 +23,7 @@
 /// out: no copy, no sort), except the one that records the last success and builds the
 /// output array: O(n) once, no user code. `inFlight` is an array by input index, not a
 /// dictionary: a cancel walks it in input order, the order the futures were made in, which
-/// keeps 100k cancels cache-friendly (walked in a dictionary's hash order, they took 5x as
-/// long).
+/// keeps a large cancel cache-friendly (a dictionary's hash order is not).
 ///
 /// Failure: an input that fails finishes the driver, cancels the inputs in flight as urgent
 /// work (`_Trampoline.runUrgently`: everything those cancellations start on this thread runs

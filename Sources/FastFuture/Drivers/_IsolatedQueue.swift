@@ -34,16 +34,15 @@ import Dispatch
 /// earlier one. In particular:
 /// - a future's bodies keep their order, even against a concurrent completer: one registered
 ///   after the result was published, while the completer is still running earlier callbacks,
-///   joins the group of those before it, which moves to `ready` with it (review: 3,049 ran
-///   before 0 when each body was submitted as its future fired);
+///   joins the group of those before it, which moves to `ready` with it (bodies submitted one
+///   by one as their future fired could overtake each other);
 /// - bodies of futures that complete in another order than their registration still run in
 ///   registration order when the queue has seen both complete by the cut;
 /// - what the queue does not see: a future that is complete, but whose completer has not reached
 ///   this queue's callback yet (it is running callbacks registered before it) and that gets no
 ///   new body here meanwhile. A body registered later on another future that the queue has seen
 ///   complete may run first. Seeing it would take a look at every pending future at every
-///   drain: the pass this queue used to make, about 50 ms per completion with 20,000 bodies
-///   pending on the main actor.
+///   drain: work proportional to everything pending, at every completion.
 ///
 /// One pass: bodies that become ready while a batch runs (a body registering another on a
 /// complete future, say) schedule a drain of their own, so other work on the domain gets a turn
