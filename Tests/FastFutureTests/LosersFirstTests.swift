@@ -96,28 +96,31 @@ struct LosersFirstTests {
     }
 
     @Test(
-        "A race decided by another race's cancellation delivers after its own losers' handlers, both results after all of them",
+        "A race decided by another race's cancellation delivers after its own losers' handlers; the other race waits only for its own",
         arguments: FutureVariant.allCases, Completer.allCases)
     func nestedDecision(variant: FutureVariant, completer: Completer) throws {
-        // outer = race(w, l); inner = race(l, y): cancelling l (outer's loser) decides inner,
-        // which cancels y.
+        // outer = race(w, l); inner = race(l, y, z): cancelling l (outer's loser) decides inner,
+        // which cancels y and z. Inner is downstream of l, not upstream: outer's result waits for
+        // l's cancellation, not for inner's decision (a callback on l); inner's result waits for
+        // its own losers.
         let outer = LockedBox<Future<Int>?>(nil)
         let innerRace = LockedBox<Future<Int>?>(nil)
-        let handlers = Handlers { (outer.snapshot?.isComplete ?? false) || (innerRace.snapshot?.isComplete ?? false) }
+        let outerHandlers = Handlers { outer.snapshot?.isComplete ?? false }
+        let innerHandlers = Handlers { innerRace.snapshot?.isComplete ?? false }
         let w = Promise<Int>(variant: variant)
         let l = Promise<Int>(variant: variant)
         let y = Promise<Int>(variant: variant)
         let z = Promise<Int>(variant: variant)
-        l.onCancel { handlers.ran("l") }
-        y.onCancel { handlers.ran("y") }
-        z.onCancel { handlers.ran("z") }
+        l.onCancel { outerHandlers.ran("l") }
+        y.onCancel { innerHandlers.ran("y") }
+        z.onCancel { innerHandlers.ran("z") }
         let inner = Future.race([l.future, y.future.map { $0 }, z.future])
         innerRace.withLock { $0 = inner }
         let outerFuture = Future.race([w.future, l.future])
         outer.withLock { $0 = outerFuture }
         let order = LockedBox<[String]>([])
-        inner.whenComplete { _ in order.append("inner:\(handlers.names.sorted())") }
-        outerFuture.whenComplete { _ in order.append("outer:\(handlers.names.sorted())") }
+        inner.whenComplete { _ in order.append("inner:\(innerHandlers.names.sorted())") }
+        outerFuture.whenComplete { _ in order.append("outer:\(outerHandlers.names.sorted())") }
         switch completer {
         case .topLevel:
             w.succeed(1)
@@ -128,9 +131,10 @@ struct LosersFirstTests {
         }
         #expect(try outerFuture.peek()?.get() == 1)
         #expect(inner.peek()?.failureValue is CancellationError)
-        #expect(handlers.late == [], "results visible before these handlers ran")
+        #expect(outerHandlers.late == [], "outer's result visible before its loser's handler ran")
+        #expect(innerHandlers.late == [], "inner's result visible before its losers' handlers ran")
         #expect(
-            order.snapshot.sorted() == ["inner:[\"l\", \"y\", \"z\"]", "outer:[\"l\", \"y\", \"z\"]"],
+            order.snapshot.sorted() == ["inner:[\"y\", \"z\"]", "outer:[\"l\"]"],
             "\(order.snapshot)")
     }
 

@@ -95,6 +95,37 @@ internal class _CallbackNode: @unchecked Sendable {
         }
     }
 
+    /// Urgent work (see `_Trampoline.runUrgently`): runs the `onCancel` handlers of an owned FIFO
+    /// list of a cancelled `future`'s callbacks, releasing each, and returns the other nodes, in
+    /// their order, for the normal queue (`nil` if none is left).
+    @usableFromInline
+    static func _runCancelHandlers(_ head: UnsafeMutableRawPointer, future: AnyObject) -> UnsafeMutableRawPointer? {
+        let embeddedNode = _FutureCore(future).embeddedNode
+        var restHead: UnsafeMutableRawPointer? = nil
+        var restTail: UnsafeMutableRawPointer? = nil
+        var current: UnsafeMutableRawPointer? = head
+        while let raw = current {
+            let link = _nextField(raw)
+            current = link.pointee
+            link.pointee = nil
+            // The embedded node is never a cancel handler (`_OnCancel` is not embeddable).
+            if raw != embeddedNode,
+                Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef({ $0._isCancelHandler })
+            {
+                let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
+                node._fire(node, future)
+                continue
+            }
+            if let tail = restTail {
+                _nextField(tail).pointee = raw
+            } else {
+                restHead = raw
+            }
+            restTail = raw
+        }
+        return restHead
+    }
+
     /// Releases every node of an owned list without running any (the embedded node's contents
     /// go with its future).
     @usableFromInline

@@ -43,9 +43,11 @@ internal protocol _TrampolineStep: AnyObject {
 /// Cancel first: where FastFuture gives up on futures (the losers of `first`/`race`, the inputs
 /// in flight of a failed bounded `all`, a timeout's source), it cancels them inside
 /// `runUrgently`, which swaps in an *urgent* queue while those cancellations run: everything
-/// they queue - `onCancel` handlers, forwarded cancellations, the cancelled futures' callbacks,
-/// and whatever those queue in turn - goes there, and `runUrgently` runs it all, FIFO, before it
-/// returns; then the caller delivers its result. The normal queue is set aside meanwhile, so
+/// they queue goes there, and `runUrgently` runs the cancellation in it - `onCancel` handlers and
+/// forwarded cancellations, and whatever those queue in turn - FIFO, before it returns; then the
+/// caller delivers its result. Every other callback that turns up meanwhile (the cancelled
+/// futures' callbacks, a callback registered by a handler) is moved to the normal queue, behind
+/// the work already there: the result waits for cancellation only, never for a callback. The normal queue is set aside meanwhile, so
 /// the result waits for no unrelated work, whether queued before or after:
 ///
 ///     decider ──runUrgently { cancel losers }──▶ urgent queue: run to empty ──▶ deliver result
@@ -227,7 +229,11 @@ internal final class _Trampoline {
                 let work = (buffer + head).move()
                 head = (head + 1) & (capacity - 1)
                 count -= 1
-                Self.perform(work)
+                if isUrgent {
+                    performUrgent(work)
+                } else {
+                    Self.perform(work)
+                }
             } else if !isUrgent {
                 return
             } else if stepsHead < steps.count {
@@ -290,7 +296,7 @@ internal final class _Trampoline {
                 let work = (buffer + head).move()
                 head = (head + 1) & (capacity - 1)
                 count -= 1
-                Self.perform(work)
+                performUrgent(work)
             } else if stepsHead < steps.count {
                 runNextStep()
             } else {
@@ -303,6 +309,27 @@ internal final class _Trampoline {
         isUrgent = false
         swapQueues()
         return true
+    }
+
+    /// Runs one item of urgent work. Only cancellation is urgent: a forwarded cancellation, and
+    /// the `onCancel` handlers of a cancelled future, run now; every other callback - of the
+    /// cancelled futures, or registered meanwhile - goes to the normal queue, behind the work
+    /// queued there before. So the result waits for no callback (nothing waits for another
+    /// thread's callbacks: a waiter elsewhere sees it as soon as the cancellations are done), and
+    /// callbacks keep their order on the normal queue.
+    func performUrgent(_ work: _TrampolineWork) {
+        switch work {
+        case .cancel(let target):
+            target._cancelFromDownstream()
+        case .callbacks(let list, let future, let cancelled):
+            let rest = cancelled ? _CallbackNode._runCancelHandlers(list, future: future) : list
+            if let rest {
+                // The normal queue is the spare one while urgent work runs.
+                swapQueues()
+                enqueue(.callbacks(rest, future: future, cancelled: cancelled))
+                swapQueues()
+            }
+        }
     }
 
     /// Runs the next delivery waiting for urgent work.
