@@ -62,6 +62,32 @@ struct LosersFirstCornerTests {
         }
     }
 
+    /// The same for a failing `all(_:maxConcurrent:)`: a callback on an input in flight, which
+    /// its cancellation runs, does not hold back a waiter on another thread.
+    @Test(arguments: FutureVariant.allCases)
+    func aWaiterElsewhereIsNotHeldBackByACallbackOnAnInputInFlight(variant: FutureVariant) {
+        let failing = Promise<Int>(variant: variant)
+        let inFlight = Promise<Int>(variant: variant)
+        let combined = Future<Int>.all([{ failing.future }, { inFlight.future }], maxConcurrent: 2)
+        let waiterSaw = DispatchSemaphore(value: 0)
+        let callbackSawWaiter = LockedBox<Bool?>(nil)
+        inFlight.future.whenFailure { _ in
+            let seen = waiterSaw.wait(timeout: .now() + 2) == .success
+            callbackSawWaiter.withLock { $0 = seen }
+        }
+        let waiterDone = DispatchGroup()
+        waiterDone.enter()
+        Thread {
+            _ = try? combined.wait()
+            waiterSaw.signal()
+            waiterDone.leave()
+        }.start()
+        failing.fail(CancellationError())
+        waiterDone.wait()
+        #expect(inFlight.isCancelled)
+        #expect(callbackSawWaiter.snapshot == true)
+    }
+
     /// A loser's `onCancel` handler that re-enters: makes and decides another race, times out a
     /// pending future with a zero duration, cancels the outer race, registers callbacks and drops
     /// its references. Everything completes exactly once, inner give-ups cancel first too.
