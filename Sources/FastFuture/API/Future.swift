@@ -25,7 +25,8 @@
 ///   was set under it). Hence `@unchecked Sendable`.
 //
 // How it works: the words, the states, who owns what and who may call what are documented once,
-// on `_FutureWords` and `_State` (Core/_FutureWords.swift, Core/_State.swift), and in the article HowTheCoreWorks.md.
+// on `_FutureWords` and `_State` (Core/_FutureWords.swift, Core/_State.swift), and in the
+// article HowTheCoreWorks.md.
 public final class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Stored properties
     //

@@ -59,8 +59,9 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///   derived future and cancels every other input inside `_Trampoline.runUrgently`, which runs
 ///   the cancellation those cancellations start on this thread - the losers' `onCancel`
 ///   handlers, the cancellations they forward upstream (any depth), and theirs - before the
-///   decider completes the derived future (the losers' other callbacks go to the normal queue); work queued on the trampoline before or after is
-///   left alone, so the result waits for nothing unrelated. Inside such urgent work (this
+///   decider completes the derived future. The losers' other callbacks go to the normal queue,
+///   and work queued there before or after is left alone, so the result waits for nothing
+///   unrelated. Inside such urgent work (this
 ///   combinator decided by another one's cancellation) the delivery runs once that work is
 ///   done (`_runStep`). A cancellation of the derived future that comes meanwhile (and wins
 ///   it) finds the token `decided`, and cancels the inputs itself before it returns - they are
