@@ -1,8 +1,11 @@
-// AtomicsShim is header-only (see include/AtomicsShim.h): SwiftPM needs one source file to build
-// a C target. In exploration builds (`-DFF_EXPLORE`, scripts/explore only) this file also holds
-// the one hook and the per-thread "explored" flag that every module's copy of the header's
-// functions share.
+// AtomicsShim is header-only (see include/AtomicsShim.h) but for one definition: the trampoline's
+// thread-local slot, which every module's copy of `ff_trampoline_load`/`ff_trampoline_store` must
+// share (SwiftPM needs a source file to build a C target anyway). In exploration builds
+// (`-DFF_EXPLORE`, scripts/explore only) this file also holds the one hook and the per-thread
+// "explored" flag that every module's copy of the header's functions share.
 #include "AtomicsShim.h"
+
+_Thread_local void *_Nullable ff_trampoline_slot = 0;
 
 #if defined(FF_EXPLORE)
 #include <sched.h>

@@ -2,7 +2,8 @@
 //
 // AtomicsShim: the C11 atomics that FastFuture's lock-free core is built on.
 //
-// Not API. Header-only: every operation is a `static inline`, always-inlined
+// Not API. Header-only but for one thread-local variable (defined in
+// AtomicsShim.c): every operation is a `static inline`, always-inlined
 // function, so the Swift optimizer sees straight through it to the single
 // instruction it stands for.
 //
@@ -293,12 +294,14 @@ FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
 /// The calling thread's slot for FastFuture's trampoline (an opaque, retained pointer; NULL until
 /// the thread first needs one).
 ///
-/// A plain thread-local read or write, a single instruction once linked - instead of
-/// `pthread_getspecific`, a call through a lazily created key. `static`, as everything in a
-/// header-only target: every module that *emits* these functions gets an instance of its own.
-/// So only one function may call them - FastFuture's `_Trampoline.current`, which is not
-/// inlinable into other modules - and a thread's trampoline is reached through it alone.
-static _Thread_local void *_Nullable ff_trampoline_slot = 0;
+/// A plain thread-local read or write - once linked into an executable, a single instruction -
+/// instead of `pthread_getspecific`, a call through a lazily created key. The variable is
+/// *defined* once, in AtomicsShim.c, and only declared here: every module that emits the two
+/// functions below (FastFuture, and a client that inlines FastFuture's trampoline check,
+/// `-cross-module-optimization` included) reads and writes the same slot. (A `static` variable in
+/// this header would be one slot per emitting module: a client's copy would always be empty, and
+/// callbacks would nest instead of queueing.)
+extern _Thread_local void *_Nullable ff_trampoline_slot;
 
 FF_INLINE void *_Nullable ff_trampoline_load(void) { return ff_trampoline_slot; }
 

@@ -15,6 +15,7 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self, _runIfLate(body) { return }
         _register(_Callback(.complete(body), on: executor))
     }
 
@@ -28,6 +29,11 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (Value) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self,
+            _runIfLate({ if case .success(let value) = $0 { body(value) } })
+        {
+            return
+        }
         _register(_Callback(.success(body), on: executor))
     }
 
@@ -42,6 +48,11 @@ extension Future {
         on executor: some FutureExecutor = .inline,
         _ body: @escaping @Sendable (any Error) -> Void
     ) {
+        if type(of: executor) == InlineExecutor.self,
+            _runIfLate({ if case .failure(let error) = $0 { body(error) } })
+        {
+            return
+        }
         _register(_Callback(.failure(body), on: executor))
     }
 }

@@ -83,6 +83,20 @@ internal struct _FutureCore {
         return ff_atomic_word_load_acquire(state)
     }
 
+    /// Whether this is a `.lockFree` future that has completed: one acquire load, no lock. A
+    /// `.locked` future answers `false` (its state is read under its lock, by `claimEmbedded` or
+    /// `push`), so the caller takes its general path.
+    ///
+    /// Called by: any thread (the late-callback fast path, `Future._runIfLate`).
+    @inlinable
+    var isLockFreeAndComplete: Bool {
+        let isLocked =
+            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
+            .assumingMemoryBound(to: Bool.self).pointee
+        // acquire: as in `loadState`, a caller that sees COMPLETED reads the result.
+        return !isLocked && ff_atomic_word_load_acquire(state) & _State.completed != 0
+    }
+
     /// Loads the state word, sequentially consistent (see `_WaiterList.insert`).
     ///
     /// Called by: any thread (a waiter, after taking its slot).
@@ -105,7 +119,7 @@ internal struct _FutureCore {
     ///
     /// Called by: any thread (a promise's completion, a `cancel()`, a step completing its derived
     /// future).
-    @inlinable
+    @inlinable @inline(__always)
     func claim(byCancel: Bool) -> _ClaimOutcome {
         let flags = byCancel ? _State.claimed | _State.cancelled : _State.claimed
         if let mutex { return claimLocked(mutex, flags: flags) }

@@ -106,9 +106,7 @@ internal final class _Trampoline {
     @usableFromInline
     static let key: pthread_key_t = makeKey()
 
-    // Never copied into another module, even by cross-module optimization (see `current`): its
-    // destructor stores into the thread-local.
-    @usableFromInline @inline(never) @_semantics("optimize.no.crossmodule")
+    @usableFromInline @inline(never)
     static func makeKey() -> pthread_key_t {
         var key = pthread_key_t()
         let rc = pthread_key_create(&key) { raw in
@@ -128,40 +126,45 @@ internal final class _Trampoline {
 
     /// The calling thread's trampoline, created on first use.
     ///
-    /// Not inlinable, on purpose: the thread-local slot is a `static` C variable, one instance
-    /// per module that emits its accessor (see `ff_trampoline_slot`), so every access must be
-    /// made from this module's code. `currentUnmanaged` and `makeCurrent`, which touch it, are
-    /// `@inline(never)` and marked `optimize.no.crossmodule`: without that, a client built with
-    /// `-cross-module-optimization` gets its own copy of them - and of the slot, always empty
-    /// there - and callbacks nest instead of queueing (`scripts/test` runs the trampoline and
-    /// stack-depth tests in such a build).
-    @usableFromInline
+    /// Inlinable, and so copied into clients (cross-module optimization too): every copy of
+    /// `ff_trampoline_load`/`ff_trampoline_store` reads and writes the one slot defined in
+    /// AtomicsShim.c (`scripts/test` runs the trampoline and stack-depth tests in a
+    /// cross-module-optimized build, where a per-module slot would make callbacks nest instead of
+    /// queueing).
+    @inlinable
     static var current: _Trampoline {
         currentUnmanaged.takeUnretainedValue()
     }
 
     /// `current`, unretained: the thread-local slot holds the trampoline (+1) until the thread
-    /// exits, so code running on the thread may use it without retaining it.
-    @usableFromInline
+    /// exits, so code running on the thread may use it without retaining it. One thread-local
+    /// read; a thread's first use creates the trampoline out of line.
+    @inlinable
     static var currentUnmanaged: Unmanaged<_Trampoline> {
-        @inline(never) @_semantics("optimize.no.crossmodule") get {
+        @inline(__always) get {
             if let raw = ff_trampoline_load() {
                 return Unmanaged<_Trampoline>.fromOpaque(raw)
             }
-            return Unmanaged.passUnretained(makeCurrent())
+            return _makeCurrentTrampoline()
         }
     }
+}
 
-    @usableFromInline @inline(never) @_semantics("optimize.no.crossmodule")
-    static func makeCurrent() -> _Trampoline {
-        let trampoline = _Trampoline()
-        let raw = Unmanaged.passRetained(trampoline).toOpaque()
-        let rc = pthread_setspecific(key, raw)
-        if rc != 0 { fatalError("FastFuture: pthread_setspecific failed (\(rc))") }
-        ff_trampoline_store(raw)
-        return trampoline
-    }
+/// Creates the calling thread's trampoline (its first use), stores it in the thread-local slot
+/// (+1, released by `_Trampoline.key`'s destructor when the thread exits) and returns it,
+/// unretained. A global function, not a static method, so that the inlined fast path of
+/// `_Trampoline.currentUnmanaged` needs no type metadata.
+@usableFromInline @inline(never)
+internal func _makeCurrentTrampoline() -> Unmanaged<_Trampoline> {
+    let trampoline = Unmanaged.passRetained(_Trampoline())
+    let raw = trampoline.toOpaque()
+    let rc = pthread_setspecific(_Trampoline.key, raw)
+    if rc != 0 { fatalError("FastFuture: pthread_setspecific failed (\(rc))") }
+    ff_trampoline_store(raw)
+    return trampoline
+}
 
+extension _Trampoline {
     // MARK: Running work
 
     /// Runs `work` now if this thread is not already running trampolined work, else queues it.
