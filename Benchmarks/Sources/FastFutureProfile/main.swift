@@ -1,13 +1,15 @@
 // A plain executable that runs one scenario's inner loop N times, for profilers that want a
 // process to themselves (valgrind --tool=callgrind, perf). `scripts/bench-profile` drives it.
 //
-//     FastFutureProfile <S1|S2|S8|all> <lockFree|locked|nio> [iterations]
-//     FastFutureProfile <S1|S8> reference [iterations]
+//     FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations]
+//     FastFutureProfile <S1|S4|S8> reference [iterations]
 //
 // `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
 // counts - which, unlike times, do not move with the machine's load - can be compared too.
+// S4: S4's registrations without its threads: 100 callbacks pending on one future, then its
+// completion runs them (per callback).
 // S8: one callback registered on a future that is already complete (a late callback).
-// `reference` (S1, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
+// `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
 // compare with, not a product.
 
 import FastFuture
@@ -51,6 +53,49 @@ func s8(_ variant: FutureVariant, _ iterations: Int) {
     for _ in 0..<iterations {
         future.whenComplete { result in consume(result) }
     }
+}
+
+/// S4's per-registration work without the threads: callbacks pending on one future (a node each,
+/// pushed on its stack), run by its completion. One operation is one callback; a future takes
+/// `fanOut` of them.
+let fanOut = 100
+
+func s4(_ variant: FutureVariant, _ iterations: Int) {
+    var promise = Promise<Int>(variant: variant)
+    for index in 0..<iterations {
+        promise.future.whenComplete { result in consume(result) }
+        if index % fanOut == fanOut - 1 {
+            promise.succeed(index)
+            promise = Promise<Int>(variant: variant)
+        }
+    }
+    promise.succeed(0)
+}
+
+@available(macOS 15.0, iOS 18.0, *)
+func referenceS4(_ iterations: Int) {
+    var future = ReferenceFuture<Int>.make()
+    for index in 0..<iterations {
+        future.whenComplete { value in consume(value) }
+        if index % fanOut == fanOut - 1 {
+            future.complete(index)
+            future = ReferenceFuture<Int>.make()
+        }
+    }
+    future.complete(0)
+}
+
+func nioS4(_ iterations: Int) {
+    let loop = EmbeddedEventLoop()
+    var promise = loop.makePromise(of: Int.self)
+    for index in 0..<iterations {
+        promise.futureResult.whenComplete { result in consume(result) }
+        if index % fanOut == fanOut - 1 {
+            promise.succeed(index)
+            promise = loop.makePromise(of: Int.self)
+        }
+    }
+    promise.succeed(0)
 }
 
 func all(_ variant: FutureVariant, _ iterations: Int) {
@@ -130,7 +175,7 @@ func nioAll(_ iterations: Int) {
 }
 
 let usage =
-    "usage: FastFutureProfile <S1|S2|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S8> reference [iterations]"
+    "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
@@ -140,16 +185,21 @@ case ("S1", "nio"): nioS1(iterations)
 case ("S1", "reference"):
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
     referenceS1(iterations)
+case ("S4", "reference"):
+    guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
+    referenceS4(iterations)
 case ("S8", "reference"):
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
     referenceS8(iterations)
 case (_, "reference"): fail(usage)
 case ("S8", "nio"): nioS8(iterations)
+case ("S4", "nio"): nioS4(iterations)
 case ("S2", "nio"): nioS2(iterations)
 case ("all", "nio"): nioAll(iterations)
 case ("S1", _): s1(variant, iterations)
 case ("S2", _): s2(variant, iterations)
 case ("S8", _): s8(variant, iterations)
+case ("S4", _): s4(variant, iterations)
 case ("all", _): all(variant, iterations)
 default: fail(usage)
 }
