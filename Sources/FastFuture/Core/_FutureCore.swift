@@ -177,7 +177,7 @@ internal struct _FutureCore {
     /// `.completed`, and the result may be read).
     ///
     /// Called by: any thread (a registrant).
-    @inlinable
+    @inlinable @inline(__always)
     func claimEmbedded() -> _EmbeddedClaim {
         if let mutex { return claimEmbeddedLocked(mutex) }
         // acquire (this load, and the reload after a failed CAS): if COMPLETED is seen, the
@@ -308,7 +308,7 @@ internal struct _FutureCore {
     ///
     /// - Returns: `nil` if the node was pushed (the stack owns it now); otherwise the state word
     ///   that refused it (see `refusesPush`). The caller keeps the node then.
-    @inlinable
+    @inlinable @inline(__always)
     func push(_ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
         if let mutex { return pushLocked(mutex, raw, isCancelHandler: isCancelHandler) }
         // acquire (load and CAS failure): if COMPLETED is seen, the caller reads the result;

@@ -101,7 +101,7 @@ extension Future {
 
     /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is
     /// complete, or drops it if it is a cancel handler that can never run.
-    @inlinable
+    @inlinable @inline(__always)
     internal func _registerNode(_ node: _CallbackNode) {
         let isCancelHandler = node._isCancelHandler
         let raw = Unmanaged.passRetained(node).toOpaque()
