@@ -55,7 +55,7 @@ extension Future {
             _finishUpstream(upstream, cancel: true)
         }
         if let stack {
-            _Trampoline.run(.callbacks(_CallbackNode._reversed(stack), future: self, cancelled: byCancel))
+            _Trampoline.runCallbacks(_CallbackNode._reversed(stack), future: self, cancelled: byCancel)
         }
         if !byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: false)

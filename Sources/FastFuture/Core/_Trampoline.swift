@@ -180,6 +180,20 @@ extension _Trampoline {
         }
     }
 
+    /// `run(.callbacks(list, future: future, cancelled: cancelled))`, without building the work
+    /// item when the trampoline is idle (a completion at top level).
+    @inlinable
+    static func runCallbacks(_ list: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
+        // Unretained: the thread-local slot keeps the trampoline alive (see `current`).
+        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
+            if trampoline.isDraining {
+                trampoline.enqueue(.callbacks(list, future: future, cancelled: cancelled))
+            } else {
+                trampoline.drain(callbacks: list, future: future, cancelled: cancelled)
+            }
+        }
+    }
+
     /// Runs `body` now, as trampolined work, if this thread is not already running any (a
     /// late callback at top level: no node to allocate, no queue to pass through). Returns
     /// `false`, running nothing, if it is: then the caller queues the work with `run(_:)`.
@@ -210,6 +224,13 @@ extension _Trampoline {
         }
         head = 0
         isDraining = false
+    }
+
+    @usableFromInline @inline(never)
+    func drain(callbacks list: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
+        isDraining = true
+        _CallbackNode._runList(list, future: future, cancelled: cancelled)
+        drainQueue()
     }
 
     @usableFromInline @inline(never)
