@@ -4,7 +4,7 @@ import AtomicsShim
 
 extension Future {
     /// The non-generic state machine on this future's words.
-    @inlinable
+    @inlinable @inline(__always)
     internal var _core: _FutureCore { _FutureCore(self) }
 
     /// `nil` for `.lockFree`; the mutex of a `.locked` future.

@@ -384,10 +384,16 @@ internal struct _FutureCore {
     @usableFromInline
     func deinitialize() {
         let current = ff_atomic_word_load_relaxed(state)
-        if current & _State.completed == 0, let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
-        {
+        if current & _State.completed == 0 {
             // Never completed (its promise was dropped): free the callbacks, running none.
-            _CallbackNode._releaseList(head, embeddedNode: embeddedNode)
+            if let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {
+                _CallbackNode._releaseList(head, embeddedNode: embeddedNode)
+            }
+            // The embedded node's registration, if any (it was pushed and the future died
+            // pending; its owner held the future until then): destroy it, running nothing. A
+            // completed future has none left: whoever took the embedded node fired it, holding
+            // the future for the call.
+            fireEmbedded(nil)
         }
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {
@@ -397,8 +403,5 @@ internal struct _FutureCore {
         if list != 0 {
             Unmanaged<_WaiterSegment>.fromWord(list).release()
         }
-        // The embedded node's registration, if it never ran (it was pushed and the future died
-        // pending; its owner holds the future until then): destroy it, running nothing.
-        fireEmbedded(nil)
     }
 }
