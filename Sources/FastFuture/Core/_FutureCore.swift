@@ -186,7 +186,7 @@ internal struct _FutureCore {
         var current = ff_atomic_word_load_acquire(state)
         while true {
             if current & _State.completed != 0 { return .completed }
-            if current & _State.embedded != 0 { return .taken }
+            if current & _State.embedded != 0 { return .taken(seen: current) }
             if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.embedded) {
                 return .claimed
             }
@@ -203,7 +203,7 @@ internal struct _FutureCore {
         mutex.withLock {
             let current = ff_atomic_word_load_relaxed(state)
             if current & _State.completed != 0 { return .completed }
-            if current & _State.embedded != 0 { return .taken }
+            if current & _State.embedded != 0 { return .taken(seen: current) }
             ff_atomic_word_store_relaxed(state, current | _State.embedded)
             return .claimed
         }
@@ -308,12 +308,18 @@ internal struct _FutureCore {
     ///
     /// - Returns: `nil` if the node was pushed (the stack owns it now); otherwise the state word
     ///   that refused it (see `refusesPush`). The caller keeps the node then.
+    ///
+    /// `seen`: the state word as the caller loaded it a moment ago (acquire), if it did. The
+    /// first compare-and-swap then starts from it instead of a fresh load: if it is stale, the
+    /// CAS fails and returns the current word, which is what the load would have read. Under
+    /// contention that is one transfer of the word's cache line instead of two (a shared copy
+    /// for the load, then an exclusive one for the CAS).
     @inlinable @inline(__always)
-    func push(_ raw: UnsafeMutableRawPointer, isCancelHandler: Bool) -> UInt? {
+    func push(_ raw: UnsafeMutableRawPointer, isCancelHandler: Bool, seen: UInt? = nil) -> UInt? {
         if let mutex { return pushLocked(mutex, raw, isCancelHandler: isCancelHandler) }
-        // acquire (load and CAS failure): if COMPLETED is seen, the caller reads the result;
-        // pairs with `publish`'s release.
-        var current = ff_atomic_word_load_acquire(state)
+        // acquire (load, `seen`'s load and CAS failure): if COMPLETED is seen, the caller reads
+        // the result; pairs with `publish`'s release.
+        var current = seen ?? ff_atomic_word_load_acquire(state)
         while true {
             if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
             _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)

@@ -89,8 +89,9 @@ extension Future {
                 _CallbackNode._nextField(node).pointee = nil
                 _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
                 return
-            case .taken:
-                break
+            case .taken(let seen):
+                _registerNode(_Node(registration), seen: seen)
+                return
             case .completed:
                 // Complete: run it now, unless it must queue behind the running callback (in a node).
                 if _Trampoline.runIfIdle({ registration.run(with: _completedResult, node: nil) }) { return }
@@ -101,12 +102,15 @@ extension Future {
 
     /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is
     /// complete, or drops it if it is a cancel handler that can never run.
+    ///
+    /// `seen`: the state word as this thread loaded it (acquire) just before, if it did; the push
+    /// starts from it (see `_FutureCore.push`).
     @inlinable @inline(__always)
-    internal func _registerNode(_ node: _CallbackNode) {
+    internal func _registerNode(_ node: _CallbackNode, seen stateSeen: UInt? = nil) {
         let isCancelHandler = node._isCancelHandler
         let raw = Unmanaged.passRetained(node).toOpaque()
         assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
-        guard let seen = _core.push(raw, isCancelHandler: isCancelHandler) else { return }
+        guard let seen = _core.push(raw, isCancelHandler: isCancelHandler, seen: stateSeen) else { return }
         _CallbackNode._nextField(raw).pointee = nil
         let cancelled = seen & _State.cancelled != 0
         if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {

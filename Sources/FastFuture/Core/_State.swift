@@ -101,8 +101,9 @@ internal enum _Upstream {
 internal enum _EmbeddedClaim {
     /// The embedded node is this caller's to fill and push.
     case claimed
-    /// Another registration has it (the future was pending when this call looked).
-    case taken
+    /// Another registration has it (the future was pending when this call looked): with the
+    /// state word seen, for the caller's push to start from (see `_FutureCore.push`).
+    case taken(seen: UInt)
     /// The future is complete (seen with acquire, or under the lock: the result may be read).
     case completed
 }
