@@ -1,7 +1,8 @@
 import FastFuture
 import Testing
 
-/// An `.inline` `map` or `flatMap` that is its source's first registration lives in the source's
+/// An `.inline` step (`map`, `flatMap`, and the error steps `recover`, `flatMapError`,
+/// `mapError`, `always`) that is its source's first registration lives in the source's
 /// embedded node instead of a node of its own (and a `flatMap` follows its inner future in the
 /// inner future's embedded node when it can). These tests pin down that such a step behaves
 /// exactly like one in a node: results, error flow, order among the other registrations,
@@ -339,5 +340,111 @@ import Testing
         // `all` left the pending input alone; its promise was dropped: both go.
         #expect(refs[0].object == nil, "all's derived future leaked")
         #expect(refs[1].object == nil, "the dropped input leaked")
+    }
+
+    // MARK: Error steps
+
+    /// Error step `kind` (0 recover, 1 flatMapError, 2 mapError, 3 always) on `future`, logging
+    /// its body's run into `log`.
+    static func errorStep(
+        _ kind: Int, _ future: Future<Int>, variant: FutureVariant, log: LockedBox<[String]>,
+        sentinel: Sentinel? = nil
+    ) -> (String, Future<Int>) {
+        switch kind {
+        case 0:
+            return (
+                "recover",
+                future.recover { _ in
+                    sentinel?.touch()
+                    log.append("recover")
+                    return 7
+                }
+            )
+        case 1:
+            return (
+                "flatMapError",
+                future.flatMapError { _ in
+                    sentinel?.touch()
+                    log.append("flatMapError")
+                    return .succeeded(8, variant: variant)
+                }
+            )
+        case 2:
+            return (
+                "mapError",
+                future.mapError { _ in
+                    sentinel?.touch()
+                    log.append("mapError")
+                    return TestFailure(9)
+                }
+            )
+        default:
+            return (
+                "always",
+                future.always { _ in
+                    sentinel?.touch()
+                    log.append("always")
+                }
+            )
+        }
+    }
+
+    @Test(
+        "Error steps in the embedded node or a node: failure handled, success flowing past, cancellation",
+        arguments: cases)
+    func errorStepResults(variant: FutureVariant, slotTaken: Bool) throws {
+        for kind in 0..<4 {
+            // Failure: the body runs once and makes the derived result.
+            let failing = Self.source(variant, slotTaken: slotTaken)
+            let log = LockedBox<[String]>([])
+            let (name, onFailure) = Self.errorStep(kind, failing.future, variant: variant, log: log)
+            #expect(onFailure.peek() == nil)
+            failing.fail(TestFailure(1))
+            switch name {
+            case "recover": #expect(try onFailure.peek()?.get() == 7)
+            case "flatMapError": #expect(try onFailure.peek()?.get() == 8)
+            case "mapError": #expect(throws: TestFailure(9)) { try onFailure.peek()!.get() }
+            default: #expect(throws: TestFailure(1)) { try onFailure.peek()!.get() }
+            }
+            #expect(log.snapshot == [name])
+
+            // Success: it flows past every error step; only `always` runs.
+            let succeeding = Self.source(variant, slotTaken: slotTaken)
+            let successLog = LockedBox<[String]>([])
+            let (_, onSuccess) = Self.errorStep(kind, succeeding.future, variant: variant, log: successLog)
+            succeeding.succeed(3)
+            #expect(try onSuccess.peek()?.get() == 3, "\(name)")
+            #expect(successLog.snapshot == (name == "always" ? ["always"] : []))
+
+            // Cancelling the derived future cancels the source; only `always` runs its body.
+            let cancelled = Self.source(variant, slotTaken: slotTaken)
+            let cancelLog = LockedBox<[String]>([])
+            let (_, derived) = Self.errorStep(kind, cancelled.future, variant: variant, log: cancelLog)
+            derived.cancel()
+            #expect(cancelled.isCancelled, "\(name)")
+            #expect(throws: CancellationError.self) { try derived.peek()!.get() }
+            #expect(cancelLog.snapshot == (name == "always" ? ["always"] : []), "\(name)")
+        }
+    }
+
+    @Test(
+        "After an error step ran, the source no longer holds its body or the derived future", arguments: cases)
+    func errorStepReleasedAfterRunning(variant: FutureVariant, slotTaken: Bool) {
+        for kind in 0..<4 {
+            let promise = Self.source(variant, slotTaken: slotTaken)
+            let log = LockedBox<[String]>([])
+            let (captured, derivedRef): (WeakRef, WeakRef) = {
+                let sentinel = Sentinel()
+                let (_, derived) = Self.errorStep(kind, promise.future, variant: variant, log: log, sentinel: sentinel)
+                return (WeakRef(sentinel), WeakRef(derived))
+            }()
+            #expect(captured.object != nil)  // held by the pending source
+            #expect(derivedRef.object != nil)
+            promise.fail(TestFailure(1))
+            withExtendedLifetime(promise) {
+                #expect(captured.object == nil, "kind \(kind)")
+                #expect(derivedRef.object == nil, "kind \(kind)")
+            }
+        }
     }
 }

@@ -62,6 +62,33 @@ import Testing
         #expect(promise.future._loadState() & _State.pointerMask == UInt(bitPattern: promise.future._core.embeddedNode))
         promise.succeed(1)
     }
+
+    @Test(
+        "The error steps live in the embedded slot too: an .inline recover/flatMapError/mapError/always costs its derived future only",
+        arguments: FutureVariant.allCases)
+    func errorStepsFit(variant: FutureVariant) {
+        #expect(_Step<_RecoverBody<Int>, InlineExecutor>._embeddable && _Step<_RecoverBody<Int>, InlineExecutor>._fitsInSlot)
+        #expect(_Step<_FlatMapErrorBody<Int>, InlineExecutor>._embeddable)
+        #expect(_Step<_FlatMapErrorBody<Int>, InlineExecutor>._fitsInSlot)
+        #expect(_Step<_MapErrorBody<Int>, InlineExecutor>._embeddable && _Step<_MapErrorBody<Int>, InlineExecutor>._fitsInSlot)
+        #expect(_Step<_AlwaysBody<Int>, InlineExecutor>._embeddable && _Step<_AlwaysBody<Int>, InlineExecutor>._fitsInSlot)
+        let steps: [(Future<Int>) -> Future<Int>] = [
+            { $0.recover { _ in 0 } },
+            { $0.flatMapError { _ in .succeeded(0, variant: variant) } },
+            { $0.mapError { $0 } },
+            { $0.always { _ in } },
+        ]
+        for (index, step) in steps.enumerated() {
+            let promise = Promise<Int>(variant: variant)
+            let derived = step(promise.future)
+            // The step is the source's one registration, and it is in the embedded node: no node.
+            let state = promise.future._loadState()
+            #expect(state & _State.embedded != 0, "step \(index)")
+            #expect(state & _State.pointerMask == UInt(bitPattern: promise.future._core.embeddedNode), "step \(index)")
+            promise.fail(TestFailure(1))
+            #expect(derived.isComplete, "step \(index)")
+        }
+    }
 }
 
 /// An executor other than `.inline`, for the type-level checks above.

@@ -3,9 +3,9 @@ extension Future {
     // Twisted's callback/errback chain: a throwing body fails the derived future; a failure skips
     // `map`/`flatMap` bodies and reaches the next `recover`/`flatMapError`/`mapError`/`always`;
     // a success skips the error handlers. Each step costs two allocations (the derived future and
-    // one node), except an `.inline` `map` or `flatMap` whose source's embedded node is free (its
-    // first registration): one, the derived future (see `_Step`; a `flatMap` adds the inner
-    // future, and follows it in the inner future's embedded node, or at once if it is complete);
+    // one node), except an `.inline` step whose source's embedded node is free (its first
+    // registration): one, the derived future (see `_Step`; a `flatMap`/`flatMapError` adds the
+    // inner future, and follows it in the inner future's embedded node, or at once if it is complete);
     // cancelling the derived future cancels this one (see `cancel()`). While pending,
     // the derived future holds this one (its upstream) and this one holds the derived future (in
     // its callback node): a chain whose source can never complete stays in memory until it is

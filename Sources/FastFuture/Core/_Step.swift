@@ -181,14 +181,13 @@ internal struct _FlatMapBody<Input: Sendable, Output: Sendable>: _ValueBody {
 
 // MARK: - Bodies on the error or the whole result: recover, flatMapError, mapError, always
 
-/// A body that takes failures: a success skips it and flows on. Kept in nodes only (see
-/// `_embeddable`): these steps cost the derived future and a node, as documented.
+/// A body that takes failures: a success skips it and flows on.
 @usableFromInline
 internal protocol _ErrorBody: _StepBody where Output == Input {}
 
 extension _ErrorBody {
     @inlinable
-    static var _embeddable: Bool { false }
+    static var _embeddable: Bool { true }
 
     @inlinable @inline(__always)
     func passedOn(_ result: Result<Input, any Error>) -> Result<Output, any Error>? {
@@ -261,7 +260,7 @@ internal struct _AlwaysBody<Value: Sendable>: _StepBody {
     }
 
     @inlinable
-    static var _embeddable: Bool { false }
+    static var _embeddable: Bool { true }
 
     @inlinable
     static var _runsWhenCancelled: Bool { true }
