@@ -4,8 +4,9 @@ import FastFutureTesting
 import Foundation
 import Testing
 
-/// Adversarial review of "losers first: only cancellation is urgent" (ddcbd6f). Tests marked
-/// `.disabled("review finding: ...")` demonstrate a finding and fail on the reviewed code; the
+/// Adversarial review of "losers first: only cancellation is urgent". The findings that were
+/// fixed are guarded here (each failed on the reviewed code); a test marked
+/// `.disabled("review finding: ...")` demonstrates a limit that is documented instead; the
 /// others guard behaviour the review checked and found right.
 @Suite(.timeLimit(.minutes(1)))
 struct UrgentReviewTests {
@@ -30,18 +31,15 @@ struct UrgentReviewTests {
         }
     }
 
-    /// FINDING (HIGH): a timeout whose timer fires at top level - on a FastFuture timer thread,
-    /// or a manual clock advanced outside any callback - cancels its source like a top-level
-    /// `cancel()`, and runs *all* of the source's callbacks before it fails the timeout future:
-    /// a waiter on another thread is held back by the source's `whenFailure` (here it waits 2 s
-    /// for that waiter, and times out; without its time limit it would deadlock). Inside a
-    /// callback the same timeout publishes first (see the enabled test below). API.md: "No
-    /// operation of this API blocks on a callback ... that runs on another thread"; Time.md: "a
-    /// slow or blocking callback holds only its own thread". `_Trampoline.runUrgently`
-    /// (Core/_Trampoline.swift, the `guard isDraining else { body(); return true }` branch).
-    @Test(
-        .disabled("review finding: a timeout firing at top level runs its source's callbacks before publishing"),
-        arguments: FutureVariant.allCases)
+    /// Review finding (HIGH), fixed: a timeout whose timer fires at top level - on a FastFuture
+    /// timer thread, or a manual clock advanced outside any callback - cancelled its source like
+    /// a top-level `cancel()` and ran *all* of the source's callbacks before it failed the
+    /// timeout future, so a waiter on another thread was held back by the source's `whenFailure`
+    /// (the callback here waits up to 2 s for that waiter; without that limit it deadlocked).
+    /// Now the thread is marked busy for the give-up at top level too
+    /// (`_Trampoline.runUrgently`): only the cancellation runs before the failure is published.
+    /// "No operation blocks on a callback that runs on another thread."
+    @Test(arguments: FutureVariant.allCases)
     func timeoutFiringAtTopLevelDoesNotHoldAWaiterBehindTheSourcesCallback(variant: FutureVariant) {
         // A manual clock advanced at top level.
         let clock = ManualClock()
@@ -171,17 +169,12 @@ struct UrgentReviewTests {
         #expect(atResult.snapshot?.upstream == true, "the source of a mapped loser")
     }
 
-    /// FINDING (MED): a `first` that completed still holds an input's error - a value it gathered
-    /// - while the deciding thread's normal queue is busy. The losers' callbacks (their `_Input`
-    /// registrations, which keep the aggregator and with it every input) now wait in the normal
-    /// queue, behind whatever callback was queued before them; a thread that saw the result
-    /// finds the failed input's error still alive. API.md: "A combinator that has completed
-    /// holds none of the values it gathered". Before ddcbd6f those registrations ran as urgent
-    /// work, before the result was published. Drivers/_Aggregator.swift (`decided` keeps the
-    /// inputs until deinit) with Core/_Trampoline.swift `performUrgent`.
-    @Test(
-        .disabled("review finding: a decided first/race holds its inputs until its losers' callbacks run"),
-        arguments: FutureVariant.allCases)
+    /// Review finding (MED), fixed: a `first` that completed still held an input's error - a
+    /// value it gathered - while the deciding thread's normal queue was busy: the losers'
+    /// `_Input` registrations keep the aggregator, and it kept every input until deinit. Now the
+    /// delivery that completes the derived future frees the inputs (`_Aggregator._deliver`).
+    /// "A combinator that has completed holds none of the values it gathered."
+    @Test(arguments: FutureVariant.allCases)
     func aCompletedFirstHoldsNoGatheredErrorWhileItsThreadIsBusy(variant: FutureVariant) {
         let tracked = LockedBox<UrgentReviewWeak>(UrgentReviewWeak())
         let winner = Promise<Int>(variant: variant)

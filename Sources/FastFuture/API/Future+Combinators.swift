@@ -54,8 +54,10 @@ extension Future {
     ///   first). If every input fails it fails with
     ///   ``AllFailedError`` holding the errors in input order; for no inputs, with
     ///   `AllFailedError(errors: [])`.
-    /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
-    ///   own time; everything the cancellations run on the deciding thread comes first.
+    /// - Note: Only cancellation comes first: the losers' other callbacks run after the result
+    ///   is published. Work an `onCancel` handler hands to another thread or queue runs there,
+    ///   in its own time, and so do the handlers of a loser that another thread was cancelling
+    ///   at that very moment (see <doc:Cancellation>).
     @inlinable
     public static func first(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes
@@ -76,8 +78,10 @@ extension Future {
     ///   on the first input's completing thread (work queued there before or after is not run
     ///   first). For no inputs it fails with
     ///   `AllFailedError(errors: [])`.
-    /// - Note: Work an `onCancel` handler hands to another thread or queue runs there, in its
-    ///   own time; everything the cancellations run on the deciding thread comes first.
+    /// - Note: Only cancellation comes first: the losers' other callbacks run after the result
+    ///   is published. Work an `onCancel` handler hands to another thread or queue runs there,
+    ///   in its own time, and so do the handlers of a loser that another thread was cancelling
+    ///   at that very moment (see <doc:Cancellation>).
     @inlinable
     public static func race(_ futures: some Collection<Future<Value>>) -> Future<Value> {
         // One pass over the caller's collection: a lazy one (`ids.lazy.map { fetch($0) }`) makes

@@ -75,8 +75,12 @@ extension Future {
         guard duration > .zero else {
             // Cancel first, and run what that starts (urgently: not the work queued before);
             // a source that completed meanwhile was in time.
+            // The timeout's future is made afterwards, already failed: nothing to deliver.
             var outcome = _ClaimOutcome.lostToCompletion
-            let ranAll = _Trampoline.runUrgently { outcome = _complete(.failure(CancellationError()), byCancel: true) }
+            let ranAll = _Trampoline.runUrgently {
+                outcome = _complete(.failure(CancellationError()), byCancel: true)
+            } thenDeliver: {
+            }
             guard case .won = outcome else {
                 _core.awaitPublished()
                 return Future(_variant: variant, result: _completedResult)
@@ -118,20 +122,32 @@ extension Future {
             derived._complete(result)
             return
         }
-        // The source's onCancel handlers, its forwarded cancellation and its callbacks run
-        // first, inside `runUrgently` - at top level (a timer thread) and inside a callback (a
-        // manual clock advanced from one) alike - then the failure is delivered.
+        // The source's onCancel handlers and its forwarded cancellation run first, inside
+        // `runUrgently` - at top level (a timer thread) and inside a callback (a manual clock
+        // advanced from one) alike - then the failure is delivered, then the source's other
+        // callbacks run.
         var outcome = _ClaimOutcome.lostToCompletion
-        let ranAll = _Trampoline.runUrgently { outcome = _complete(.failure(CancellationError()), byCancel: true) }
-        switch outcome {
-        case .won:
-            if ranAll {
-                derived._complete(.failure(FutureTimeoutError()))
-            } else {
+        let delivered = _Trampoline.runUrgently {
+            outcome = _complete(.failure(CancellationError()), byCancel: true)
+        } thenDeliver: {
+            _deliverTimeout(outcome, to: derived)
+        }
+        if !delivered {
+            if case .won = outcome {
                 _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
+            } else {
+                _deliverTimeout(outcome, to: derived)
             }
-        case .lostToCancel, .lostToCompletion:
-            // Completed (or cancelled) by another thread just now: pass that on.
+        }
+    }
+
+    /// Completes a timeout's future once its source's cancellation is done: with
+    /// `FutureTimeoutError` if that cancellation (`outcome`) won, else like the source, which
+    /// another thread completed (or cancelled) just now.
+    internal func _deliverTimeout(_ outcome: _ClaimOutcome, to derived: Future<Value>) {
+        if case .won = outcome {
+            derived._complete(.failure(FutureTimeoutError()))
+        } else {
             _core.awaitPublished()
             derived._complete(_completedResult)
         }

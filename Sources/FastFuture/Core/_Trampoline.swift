@@ -43,15 +43,17 @@ internal protocol _TrampolineStep: AnyObject {
 /// Cancel first: where FastFuture gives up on futures (the losers of `first`/`race`, the inputs
 /// in flight of a failed bounded `all`, a timeout's source), it cancels them inside
 /// `runUrgently`, which swaps in an *urgent* queue while those cancellations run: everything
-/// they queue goes there, and `runUrgently` runs the cancellation in it - `onCancel` handlers and
-/// forwarded cancellations, and whatever those queue in turn - FIFO, before it returns; then the
-/// caller delivers its result. Every other callback that turns up meanwhile (the cancelled
-/// futures' callbacks, a callback registered by a handler) is moved to the normal queue, behind
-/// the work already there: the result waits for cancellation only, never for a callback. The normal queue is set aside meanwhile, so
-/// the result waits for no unrelated work, whether queued before or after:
+/// they queue goes there. Only cancellation is urgent: `runUrgently` runs the forwarded
+/// cancellations and the cancelled futures' `onCancel` handlers, and whatever cancellation those
+/// queue in turn, FIFO; every other callback that turns up meanwhile (the cancelled futures'
+/// callbacks, a callback registered by a handler) is moved to the normal queue, behind the work
+/// already there. Then the caller's result is delivered, and the normal queue resumes: the
+/// result waits for cancellation only, never for a callback or for unrelated work queued before
+/// or after. At top level the thread is marked busy for all of it, as inside a callback, and the
+/// normal queue is drained before `runUrgently` returns:
 ///
 ///     decider ──runUrgently { cancel losers }──▶ urgent queue: run to empty ──▶ deliver result
-///                                                 (normal queue untouched)
+///                                 other callbacks ──▶ normal queue (runs after the delivery)
 ///
 /// A give-up that happens inside urgent work (a race decided because another race cancelled
 /// its input) does not nest: `runUrgently` queues its cancellations and returns `false`, and
@@ -275,18 +277,22 @@ extension _Trampoline {
 
     // MARK: Urgent work (cancel first)
 
-    /// Runs `body`, which cancels futures that FastFuture gives up on, and then everything those
-    /// cancellations queue on this thread, transitively (see the type's comment), leaving the
-    /// work queued before untouched. Returns `true` once all of it has run; the caller then
-    /// delivers its result. Returns `false` if this thread is already running urgent work:
-    /// `body` has run and its work is queued behind that work; the caller must hand its delivery
-    /// to `runAfterUrgentWork`.
+    /// Gives up on futures: runs `cancel`, which cancels them, as urgent work - it and the
+    /// cancellation it starts on this thread, transitively (see the type's comment) - then
+    /// `deliver`, the caller's result, leaving the work queued before untouched. Returns `true`
+    /// once both have run.
     ///
-    /// At top level (no trampolined work running) `body`'s cancellations run everything they
-    /// start before they return, so there it simply runs `body`.
+    /// At top level (no trampolined work running: a timer thread, a `succeed` outside any
+    /// callback) the thread is marked busy meanwhile, exactly as inside a callback: the cancelled
+    /// futures' other callbacks, and the callbacks `deliver` triggers, are queued, and run after
+    /// `deliver`, before this returns. So a thread waiting for the result never waits for them.
+    ///
+    /// Returns `false` if this thread is already running urgent work: `cancel` has run (its
+    /// work is queued behind that work), `deliver` has not; the caller must hand its delivery
+    /// to `runAfterUrgentWork`.
     @usableFromInline @inline(never)
-    static func runUrgently(_ body: () -> Void) -> Bool {
-        currentUnmanaged._withUnsafeGuaranteedRef { $0.runUrgently(body) }
+    static func runUrgently(_ cancel: () -> Void, thenDeliver deliver: () -> Void) -> Bool {
+        currentUnmanaged._withUnsafeGuaranteedRef { $0.runUrgently(cancel, thenDeliver: deliver) }
     }
 
     /// Runs `step` once the urgent work this thread is running is done (after a
@@ -299,15 +305,13 @@ extension _Trampoline {
         }
     }
 
-    func runUrgently(_ body: () -> Void) -> Bool {
+    func runUrgently(_ body: () -> Void, thenDeliver deliver: () -> Void) -> Bool {
         if isUrgent {
             body()
             return false
         }
-        guard isDraining else {
-            body()
-            return true
-        }
+        let atTopLevel = !isDraining
+        isDraining = true
         if spare.buffer == nil {
             spare.buffer = .allocate(capacity: 16)
             spare.capacity = 16
@@ -332,6 +336,11 @@ extension _Trampoline {
         head = 0
         isUrgent = false
         swapQueues()
+        deliver()
+        if atTopLevel {
+            // The callbacks moved to the normal queue and those of the delivery, then idle.
+            drainQueue()
+        }
         return true
     }
 

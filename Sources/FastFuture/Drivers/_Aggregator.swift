@@ -52,8 +52,8 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///     _taken:  0 (`untaken`)  the buffer is here
 ///              1 (`released`) taken; its holder releases the buffer
 ///              2 (`decided`)  taken by the input that decided `first`/`race`; the buffer stays,
-///                             read-only, until deinit (every other input is cancelled, so
-///                             nothing is pending and this object goes soon)
+///                             read-only, until the delivery completes the derived future
+///                             (then `released`, see `_deliver`), or else until deinit
 ///
 /// - Losers first: the decider of `first`/`race` takes the token *before* it completes the
 ///   derived future and cancels every other input inside `_Trampoline.runUrgently`, which runs
@@ -79,9 +79,10 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///   `.locked`, the derived future's mutex orders both words.
 ///
 /// - Note: `@unchecked Sendable`: the inputs buffer is deinitialized only by the token's
-///   single holder, after the acquire compare-exchange that took it, or by deinit; it is read
-///   by that holder, or (`decided`: never deinitialized before deinit) by a forwarded
-///   cancellation that holds this object; `winner` is written by the decider before it hands
+///   single holder, after the acquire compare-exchange that took it (`decided`: by its delivery,
+///   only if that delivery won the derived future's claim, which no forwarded cancellation
+///   then can), or by deinit; it is read by that holder, or (`decided`, before a delivery that
+///   won) by a forwarded cancellation that holds this object; `winner` is written by the decider before it hands
 ///   this object to its own thread's trampoline, which alone reads it; `derived` is
 ///   immutable; the words are accessed only through the shim.
 @usableFromInline
@@ -254,23 +255,35 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     /// comment).
     @usableFromInline
     func _decide() {
-        let ranAll = _Trampoline.runUrgently {
+        let delivered = _Trampoline.runUrgently {
             for other in 0..<count where other != winner {
                 inputs[other].cancel()
             }
-        }
-        if ranAll {
+        } thenDeliver: {
             _deliver()
-        } else {
+        }
+        if !delivered {
             _Trampoline.runAfterUrgentWork(self)
         }
     }
 
     /// Completes the derived future like the input that decided `first`/`race`, after the
     /// losers were cancelled (see the type's comment).
+    ///
+    /// A delivery that completes the derived future also frees the inputs, at once: only the
+    /// derived future's claim winner forwards a cancellation here (`_cancelFromDownstream`, the
+    /// one other reader of a decided buffer), and the winner is this delivery. So a completed
+    /// `first`/`race` holds none of its inputs' values, even while its losers' callbacks still
+    /// wait in this thread's queue (they keep only this small object). A delivery that lost to a
+    /// cancellation leaves the buffer to deinit, as that cancellation may be reading it.
     @usableFromInline
     func _deliver() {
-        derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
+        let outcome = derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
+        if case .won = outcome {
+            // Not a hand-over (no reader remains): the store only tells deinit the buffer is gone.
+            ff_atomic_word_store_relaxed(taken, Self.released)
+            releaseInputs()
+        }
     }
 
     @usableFromInline

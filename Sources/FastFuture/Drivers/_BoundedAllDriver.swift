@@ -180,21 +180,27 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
         case .fail:
             // The inputs in flight first, and everything their cancellations start on this
             // thread (urgently: not the work queued before), then the failure.
-            let ranAll = _Trampoline.runUrgently {
+            let delivered = _Trampoline.runUrgently {
                 for case let future? in leftovers.inFlight { future.cancel() }
-            }
-            let cancelled = lock.withLock { () -> [Future<Value>?] in
-                var done: [Future<Value>?] = []
-                swap(&done, &cancelling)
-                return done
-            }
-            _ = cancelled
-            if ranAll {
+                releaseCancelling()
+            } thenDeliver: {
                 _deliver()
-            } else {
+            }
+            if !delivered {
                 _Trampoline.runAfterUrgentWork(self)
             }
         }
+    }
+
+    /// Drops the futures being cancelled (their cancellation has been requested), outside the
+    /// lock.
+    func releaseCancelling() {
+        let cancelled = lock.withLock { () -> [Future<Value>?] in
+            var done: [Future<Value>?] = []
+            swap(&done, &cancelling)
+            return done
+        }
+        _ = cancelled
     }
 
     /// Delivers the failure once the urgent work it waited for is done (see "Failure").
