@@ -79,7 +79,9 @@ extension Future {
             switch core.claimEmbedded() {
             case .claimed:
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
-                core.embeddedFire.pointee.fire = R._fireFromSlot
+                // initialize, not assign: the field is nil while the node is free (fire sets it
+                // back), so there is no old value to release.
+                core.embeddedFire.initialize(to: _EmbeddedFire(fire: R._fireFromSlot))
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,
