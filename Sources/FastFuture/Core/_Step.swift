@@ -57,7 +57,7 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
                 output = .result(.failure(error))
             }
         }
-        switch output {
+        switch consume output {
         case .result(let result):
             derived._complete(result)
         case .future(let inner):
