@@ -741,6 +741,51 @@ struct CoreReviewTests {
         #expect(bad.snapshot.isEmpty, "\(bad.snapshot.prefix(5))")
     }
 
+    /// Guard (TSan): threads registering on one future while it is completed midway - the
+    /// embedded claim, pushes that start from the word the claim saw (`taken(seen:)`), late
+    /// callbacks through the fast path - lose and double no callback, and each thread's
+    /// callbacks run in its registration order (those pushed before the completion, and then the
+    /// late ones).
+    @Test(arguments: FutureVariant.allCases)
+    func registrationsRacingCompletionKeepEachThreadsOrder(variant: FutureVariant) {
+        let rounds = Stress.heavyRounds
+        let perThread = Stress.callbacksPerThread
+        let bad = LockedBox<[String]>([])
+        for round in 0..<rounds {
+            let promise = Promise<Int>(variant: variant)
+            let seen = (0..<Stress.threads).map { _ in LockedBox<[(index: Int, here: Bool)]>([]) }
+            let line = StartingLine(parties: Stress.threads + 1)
+            TestThreads.run(Stress.threads + 1) { thread in
+                line.wait()
+                guard thread < Stress.threads else {
+                    for _ in 0..<(round % 4) * 20 { TestThreads.yield() }
+                    promise.succeed(round)
+                    return
+                }
+                let here = ThreadID.current
+                for index in 0..<perThread {
+                    let record: @Sendable () -> Void = { seen[thread].append((index, ThreadID.current == here)) }
+                    switch index % 3 {
+                    case 0: promise.future.whenComplete { _ in record() }
+                    case 1: promise.future.whenSuccess { _ in record() }
+                    default: _ = promise.future.map { _ in record() }
+                    }
+                }
+            }
+            for (thread, box) in seen.enumerated() {
+                let runs = box.snapshot
+                let pushed = runs.filter { !$0.here }.map(\.index)
+                let late = runs.filter(\.here).map(\.index)
+                if runs.map(\.index).sorted() != Array(0..<perThread) || pushed != pushed.sorted()
+                    || late != late.sorted() || (pushed.last ?? -1) >= (late.first ?? perThread)
+                {
+                    bad.append("round \(round), thread \(thread): lost, doubled or out of order")
+                }
+            }
+        }
+        #expect(bad.snapshot.isEmpty, "\(bad.snapshot.prefix(5))")
+    }
+
     // MARK: - The thread-local trampoline
 
     /// Guard: many threads at once, each running nested late callbacks: every callback runs on
