@@ -434,7 +434,7 @@ struct CoreReviewTests {
     /// without completing it is allowed"; the callback lists themselves are freed iteratively
     /// (`_CallbackNode._releaseList`), the embedded registrations that link futures are not.
     @Test(
-        .disabled("finding: dropping a deep pending promise pipeline overflows the stack in deinit (crashes)"),
+        .disabled("documented limit (LifetimeAndMemory.md): a pipeline linked by captures frees by recursion"),
         arguments: FutureVariant.allCases)
     func droppingADeepPendingPipelineDoesNotOverflow(variant: FutureVariant) {
         let depth = Stress.rounds * 50
@@ -642,7 +642,7 @@ struct CoreReviewTests {
     /// registered on from urgent work - so the order depends on where the registering code
     /// happens to run.
     @Test(
-        .disabled("finding: late callback vs onCancel order inverted when registered from urgent work"),
+        .disabled("documented limit (Cancellation.md): registered from urgent work, onCancel runs first"),
         arguments: FutureVariant.allCases)
     func lateCallbackAndHandlerRegisteredFromUrgentWorkKeepTheirOrder(variant: FutureVariant) {
         let target = Promise<Int>(variant: variant)
