@@ -31,6 +31,17 @@ struct UrgentReviewTests {
         }
     }
 
+    /// Registers on `future` a `whenFailure` that waits (2 s at most) for a waiter on another
+    /// thread to signal `waiterSaw`, and returns the box where it records whether that happened.
+    static func failureCallbackWaiting(for waiterSaw: DispatchSemaphore, on future: Future<Int>) -> LockedBox<Bool?> {
+        let callbackSawWaiter = LockedBox<Bool?>(nil)
+        future.whenFailure { _ in
+            let seen = waiterSaw.wait(timeout: .now() + 2) == .success
+            callbackSawWaiter.withLock { $0 = seen }
+        }
+        return callbackSawWaiter
+    }
+
     /// Review finding (HIGH), fixed: a timeout whose timer fires at top level - on a FastFuture
     /// timer thread, or a manual clock advanced outside any callback - cancelled its source like
     /// a top-level `cancel()` and ran *all* of the source's callbacks before it failed the
@@ -46,11 +57,7 @@ struct UrgentReviewTests {
         let source = Promise<Int>(variant: variant)
         let timed = source.future.timeout(after: .seconds(1), clock: clock)
         let waiterSaw = DispatchSemaphore(value: 0)
-        let callbackSawWaiter = LockedBox<Bool?>(nil)
-        source.future.whenFailure { _ in
-            let seen = waiterSaw.wait(timeout: .now() + 2) == .success
-            callbackSawWaiter.withLock { $0 = seen }
-        }
+        let callbackSawWaiter = Self.failureCallbackWaiting(for: waiterSaw, on: source.future)
         let waiterDone = DispatchGroup()
         waiterDone.enter()
         Thread {
@@ -92,13 +99,9 @@ struct UrgentReviewTests {
         source.onCancel { handlerRan.withLock { $0 = true } }
         let timed = source.future.timeout(after: .seconds(1), clock: clock)
         let waiterSaw = DispatchSemaphore(value: 0)
-        let callbackSawWaiter = LockedBox<Bool?>(nil)
+        let callbackSawWaiter = Self.failureCallbackWaiting(for: waiterSaw, on: source.future)
         let handlerRanAtResult = LockedBox<Bool?>(nil)
         let timedOut = LockedBox<Bool?>(nil)
-        source.future.whenFailure { _ in
-            let seen = waiterSaw.wait(timeout: .now() + 2) == .success
-            callbackSawWaiter.withLock { $0 = seen }
-        }
         let waiterDone = DispatchGroup()
         waiterDone.enter()
         Thread {
