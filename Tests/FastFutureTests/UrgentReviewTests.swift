@@ -25,9 +25,7 @@ struct UrgentReviewTests {
         case .topLevel:
             clock.advance(by: duration)
         case .insideCallback:
-            let trigger = Promise<Int>(variant: variant)
-            trigger.future.whenComplete { _ in clock.advance(by: duration) }
-            trigger.succeed(0)
+            insideACallback(variant: variant) { clock.advance(by: duration) }
         }
     }
 
@@ -151,14 +149,12 @@ struct UrgentReviewTests {
         let bDone = DispatchGroup()
         bDone.enter()
         Thread {
-            let trigger = Promise<Int>(variant: variant)
-            trigger.future.whenComplete { _ in
+            insideACallback(variant: variant) {
                 loser.future.cancel()
                 mappedLoser.cancel()
                 cancelledOnB.signal()
                 _ = resultSeen.wait(timeout: .now() + 10)
             }
-            trigger.succeed(0)
             bDone.leave()
         }.start()
         cancelledOnB.wait()
@@ -203,15 +199,13 @@ struct UrgentReviewTests {
             waiterDone.leave()
         }.start()
         let ready = Future.succeeded(0, variant: variant)
-        let trigger = Promise<Int>(variant: variant)
-        trigger.future.whenComplete { _ in
+        insideACallback(variant: variant) {
             winner.succeed(1)  // queues the decider
             ready.whenComplete { _ in  // queued behind it: a long callback
                 busyStarted.signal()
                 _ = checked.wait(timeout: .now() + 10)
             }
         }
-        trigger.succeed(0)
         waiterDone.wait()
         #expect(loser.isCancelled)
         #expect(errorAliveAfterResult.snapshot == false)
@@ -234,13 +228,11 @@ struct UrgentReviewTests {
             done.whenComplete { _ in log.append("Z") }
             raced.whenComplete { result in log.append("race \((try? result.get()) ?? -1)") }
         }
-        let trigger = Promise<Int>(variant: variant)
-        trigger.future.whenComplete { _ in
+        insideACallback(variant: variant) {
             done.whenComplete { _ in log.append("X") }
             winner.succeed(7)
             done.whenComplete { _ in log.append("Y") }
         }
-        trigger.succeed(0)
         #expect(log.snapshot.filter { $0.count == 1 } == ["X", "Y", "Z"])
         #expect(log.snapshot.filter { $0.hasPrefix("race") } == ["race 7"])
     }
@@ -265,9 +257,7 @@ struct UrgentReviewTests {
             let winner = Promise<Int>(variant: variant)
             let raced = Future.race([winner.future, chain])
             raced.whenComplete { _ in handlerRanAtResult.withLock { $0 = handlerRan.snapshot } }
-            let trigger = Promise<Int>(variant: variant)
-            trigger.future.whenComplete { _ in winner.succeed(1) }
-            trigger.succeed(0)
+            insideACallback(variant: variant) { winner.succeed(1) }
         }
         #expect(handlerRanAtResult.snapshot == true)
     }
@@ -330,9 +320,7 @@ struct UrgentReviewTests {
         let raced = Future.race([winner.future, loser.future])
         let outerResults = LockedCounter()
         raced.whenComplete { _ in outerResults.increment() }
-        let trigger = Promise<Int>(variant: variant)
-        trigger.future.whenComplete { _ in winner.succeed(1) }
-        trigger.succeed(0)
+        insideACallback(variant: variant) { winner.succeed(1) }
         #expect(outerResults.value == 1)
         #expect(inFlight.isCancelled)
         #expect(seenAtFailure.snapshot == true)
