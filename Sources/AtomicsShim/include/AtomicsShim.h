@@ -176,8 +176,9 @@ FF_INLINE uintptr_t ff_atomic_word_fetch_sub_acq_rel(ff_atomic_word *_Nonnull wo
 
 // MARK: compare-exchange
 //
-// Named `<strength>_<success ordering>_<failure ordering>`. On failure,
-// `*expected` receives the value that was found, as in C11.
+// Named `<strength>_<success ordering>_<failure ordering>`. The strong ones
+// work as in C11 (on failure, `*expected` receives the value found); the weak
+// ones, which the core's hot loops use, return it (`ff_cmpxchg_result`).
 
 FF_INLINE bool ff_atomic_word_cmpxchg_strong_relaxed_relaxed(
     ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
@@ -207,25 +208,39 @@ FF_INLINE bool ff_atomic_word_cmpxchg_strong_seq_cst_seq_cst(
       &word->value, expected, desired, memory_order_seq_cst, memory_order_seq_cst);
 }
 
-FF_INLINE bool ff_atomic_word_cmpxchg_weak_relaxed_relaxed(
-    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
-  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELAXED, RELAXED), word, *expected);
-  return atomic_compare_exchange_weak_explicit(
-      &word->value, expected, desired, memory_order_relaxed, memory_order_relaxed);
+/// What a weak compare-exchange found: `succeeded`, or the value it found in
+/// `found` (which, for a spurious failure, may equal the expected value).
+///
+/// Returned by value, not through an `expected` pointer as C11 does: a Swift
+/// caller then passes no local's address, so the compiler does not guard its
+/// frame with a stack protector (a cost on every registration and completion).
+typedef struct ff_cmpxchg_result {
+  uintptr_t found;
+  bool succeeded;
+} ff_cmpxchg_result;
+
+FF_INLINE ff_cmpxchg_result ff_atomic_word_cmpxchg_weak_relaxed_relaxed(
+    ff_atomic_word *_Nonnull word, uintptr_t expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELAXED, RELAXED), word, expected);
+  bool succeeded = atomic_compare_exchange_weak_explicit(
+      &word->value, &expected, desired, memory_order_relaxed, memory_order_relaxed);
+  return (ff_cmpxchg_result){expected, succeeded};
 }
 
-FF_INLINE bool ff_atomic_word_cmpxchg_weak_release_acquire(
-    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
-  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELEASE, ACQUIRE), word, *expected);
-  return atomic_compare_exchange_weak_explicit(
-      &word->value, expected, desired, memory_order_release, memory_order_acquire);
+FF_INLINE ff_cmpxchg_result ff_atomic_word_cmpxchg_weak_release_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(RELEASE, ACQUIRE), word, expected);
+  bool succeeded = atomic_compare_exchange_weak_explicit(
+      &word->value, &expected, desired, memory_order_release, memory_order_acquire);
+  return (ff_cmpxchg_result){expected, succeeded};
 }
 
-FF_INLINE bool ff_atomic_word_cmpxchg_weak_acq_rel_acquire(
-    ff_atomic_word *_Nonnull word, uintptr_t *_Nonnull expected, uintptr_t desired) {
-  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQ_REL, ACQUIRE), word, *expected);
-  return atomic_compare_exchange_weak_explicit(
-      &word->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
+FF_INLINE ff_cmpxchg_result ff_atomic_word_cmpxchg_weak_acq_rel_acquire(
+    ff_atomic_word *_Nonnull word, uintptr_t expected, uintptr_t desired) {
+  FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQ_REL, ACQUIRE), word, expected);
+  bool succeeded = atomic_compare_exchange_weak_explicit(
+      &word->value, &expected, desired, memory_order_acq_rel, memory_order_acquire);
+  return (ff_cmpxchg_result){expected, succeeded};
 }
 
 // MARK: - 32-bit words (the `.locked` variant's lock word)

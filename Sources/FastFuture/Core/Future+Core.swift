@@ -31,7 +31,10 @@ extension Future {
     /// `.inline` callback is a load, a thread-local read and the call.
     @inlinable @inline(__always)
     internal func _runIfLate(_ body: (Result<Value, any Error>) -> Void) -> Bool {
-        _core.isLockFreeAndComplete && _Trampoline.runIfIdle { body(_completedResult) }
+        guard _core.isLockFreeAndComplete, let trampoline = _Trampoline.enterIfIdle() else { return false }
+        body(_completedResult)
+        trampoline._withUnsafeGuaranteedRef { $0.leave() }
+        return true
     }
 
     /// Completes the future if no one else has: claim, write the result, publish, wake the
@@ -55,7 +58,17 @@ extension Future {
             _finishUpstream(upstream, cancel: true)
         }
         if let stack {
-            _Trampoline.runCallbacks(_CallbackNode._reversed(stack), future: self, cancelled: byCancel)
+            if stack == core.embeddedNode, _CallbackNode._nextField(stack).pointee == nil,
+                let trampoline = _Trampoline.enterIfIdle()
+            {
+                // The one registration is the embedded one (the common case: a single callback or
+                // chain step) and this thread is at top level: run it here, without a list walk.
+                // It is never a cancel handler, so `byCancel` changes nothing for it.
+                core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+                trampoline._withUnsafeGuaranteedRef { $0.leave() }
+            } else {
+                _Trampoline.runCallbacks(_CallbackNode._reversed(stack), future: self, cancelled: byCancel)
+            }
         }
         if !byCancel, upstream != _Upstream.none {
             _finishUpstream(upstream, cancel: false)

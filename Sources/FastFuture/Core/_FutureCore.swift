@@ -129,9 +129,9 @@ internal struct _FutureCore {
         var current = ff_atomic_word_load_relaxed(state)
         while true {
             if current & _State.claimed != 0 { return Self.lostOutcome(current) }
-            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | flags) {
-                return .won
-            }
+            let cas = ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, current, current | flags)
+            if cas.succeeded { return .won }
+            current = cas.found
         }
     }
 
@@ -187,9 +187,11 @@ internal struct _FutureCore {
         while true {
             if current & _State.completed != 0 { return .completed }
             if current & _State.embedded != 0 { return .taken(seen: current) }
-            if ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, &current, current | _State.embedded) {
-                return .claimed
-            }
+            let cas = ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, current, current | _State.embedded)
+            // The word as this CAS left it: not COMPLETED, so the push will not act on it without
+            // its own CAS (which rereads the word, with acquire, if it changed meanwhile).
+            if cas.succeeded { return .claimed(seen: current | _State.embedded) }
+            current = cas.found
             if current & _State.completed != 0 {
                 // COMPLETED is final: this load reads the publish (or a later value) and
                 // synchronizes with it.
@@ -205,7 +207,7 @@ internal struct _FutureCore {
             if current & _State.completed != 0 { return .completed }
             if current & _State.embedded != 0 { return .taken(seen: current) }
             ff_atomic_word_store_relaxed(state, current | _State.embedded)
-            return .claimed
+            return .claimed(seen: current | _State.embedded)
         }
     }
 
@@ -245,7 +247,7 @@ internal struct _FutureCore {
     /// stack.
     ///
     /// Called by: the claim's winner only, once, after writing the result.
-    @inlinable
+    @inlinable @inline(__always)
     func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt) {
         let final = _State.completed | _State.claimed | (byCancel ? _State.cancelled : 0)
         if let mutex { return publishLocked(mutex, final: final) }
@@ -325,11 +327,10 @@ internal struct _FutureCore {
             _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
             // release (CAS success): publishes the node's fields, including `_next`, to the
             // acquire that will take the stack (`publish`).
-            if ff_atomic_word_cmpxchg_weak_release_acquire(
-                state, &current, UInt(bitPattern: raw) | (current & _State.flagMask))
-            {
-                return nil
-            }
+            let cas = ff_atomic_word_cmpxchg_weak_release_acquire(
+                state, current, UInt(bitPattern: raw) | (current & _State.flagMask))
+            if cas.succeeded { return nil }
+            current = cas.found
         }
     }
 
@@ -368,7 +369,10 @@ internal struct _FutureCore {
             while old != _Upstream.closed {
                 // acq_rel: release publishes `newUpstream` to the completer's acquire-exchange;
                 // acquire takes ownership of the old object, released below.
-                if ff_atomic_word_cmpxchg_weak_acq_rel_acquire(upstream, &old, raw) { break }
+                // On success `found` is the value replaced (`old` itself).
+                let cas = ff_atomic_word_cmpxchg_weak_acq_rel_acquire(upstream, old, raw)
+                old = cas.found
+                if cas.succeeded { break }
             }
         }
         if old == _Upstream.closed {
@@ -387,7 +391,7 @@ internal struct _FutureCore {
     /// touch the words: relaxed loads suffice, ordered by the reference count's release/acquire).
     ///
     /// Called by: the future's deinit only.
-    @usableFromInline
+    @usableFromInline @inline(__always)
     func deinitialize() {
         let current = ff_atomic_word_load_relaxed(state)
         if current & _State.completed == 0 {

@@ -43,9 +43,7 @@ extension _Registration {
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
         guard let source else { return }
-        Unmanaged<Future<Source>>.fromOpaque(source)._withUnsafeGuaranteedRef {
-            registration.run(with: $0._completedResult, node: nil)
-        }
+        registration.run(with: Future<Source>._completedResult(ofUnretained: source), node: nil)
     }
 }
 
@@ -77,7 +75,7 @@ extension Future {
         if R._embeddable, R._fitsInSlot {
             let core = _core
             switch core.claimEmbedded() {
-            case .claimed:
+            case .claimed(let stateAfterClaim):
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
                 // initialize, not assign: the field is nil while the node is free (fire sets it
                 // back), so there is no old value to release.
@@ -86,7 +84,7 @@ extension Future {
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,
                     "FastFuture: the embedded node is not 16-byte aligned")
-                guard let seen = core.push(node, isCancelHandler: false) else { return }
+                guard let seen = core.push(node, isCancelHandler: false, seen: stateAfterClaim) else { return }
                 // Completed while we filled it: the completer did not take it; run it here, at once.
                 _CallbackNode._nextField(node).pointee = nil
                 _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))

@@ -8,10 +8,14 @@ import AtomicsShim
 /// metadata lookup for it (see `Future._resultCell`).
 @usableFromInline
 internal struct _ResultCell {
+    // The tag: what the payload holds. A value is `value` if its type is trivial (an `Int`: the
+    // deinit then destroys nothing, without looking up the type's metadata to learn that), else
+    // `valueToDestroy`.
     @usableFromInline static let pending: UInt8 = 0
     @usableFromInline static let value: UInt8 = 1
     @usableFromInline static let error: UInt8 = 2
     @usableFromInline static let boxedValue: UInt8 = 3
+    @usableFromInline static let valueToDestroy: UInt8 = 4
 
     @usableFromInline var tag: UInt8
     @usableFromInline var payload: (UInt, UInt, UInt)
@@ -50,16 +54,39 @@ extension Future {
     /// the mutex).
     @inlinable
     internal var _completedResult: Result<Value, any Error> {
-        let cell = _resultCellPointer
+        Self._completedResult(in: _resultCellPointer)
+    }
+
+    /// The result of the complete future at `future` (unretained: the caller holds it), read
+    /// without touching its reference count.
+    @inlinable @inline(__always)
+    internal static func _completedResult(ofUnretained future: UnsafeRawPointer) -> Result<Value, any Error> {
+        #if FF_EXPLORE
+            return Unmanaged<Future>.fromOpaque(future)._withUnsafeGuaranteedRef { $0._completedResult }
+        #else
+            return _completedResult(
+                in: UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize + _ResultCell.offsetInFuture)
+                    .assumingMemoryBound(to: _ResultCell.self))
+        #endif
+    }
+
+    @inlinable @inline(__always)
+    internal static func _completedResult(in cell: UnsafeMutablePointer<_ResultCell>) -> Result<Value, any Error> {
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
-        case _ResultCell.value: return .success(payload.assumingMemoryBound(to: Value.self).pointee)
+        let tag = cell.pointer(to: \.tag).unsafelyUnwrapped.pointee
+        // The tag of a value in the cell: one constant once specialized (see `_storeResult`).
+        if _fastPath(tag == Self._valueTag) { return .success(payload.assumingMemoryBound(to: Value.self).pointee) }
+        switch tag {
         case _ResultCell.error: return .failure(payload.assumingMemoryBound(to: (any Error).self).pointee)
         case _ResultCell.boxedValue:
             return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
         default: fatalError("FastFuture internal error: read the result of a pending future")
         }
     }
+
+    /// The tag of a value held in the cell: `valueToDestroy` unless `Value` is trivial.
+    @inlinable
+    internal static var _valueTag: UInt8 { _isPOD(Value.self) ? _ResultCell.value : _ResultCell.valueToDestroy }
 
     /// Whether a value fits in the cell's payload.
     @inlinable
@@ -71,6 +98,7 @@ extension Future {
     /// The result cell (a stable address: a class instance never moves).
     @inlinable
     internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
+        @inline(__always) get {
         #if FF_EXPLORE
             // Exploration builds (scripts/explore): every access to the result comes through here;
             // the explorer checks that a read happens after the write (`_storeResult` then records
@@ -80,6 +108,7 @@ extension Future {
         #endif
         return (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
             to: _ResultCell.self)
+        }
     }
 
     #if FF_EXPLORE
@@ -105,7 +134,7 @@ extension Future {
         case .success(let value):
             if Self._valueFitsInCell {
                 payload.initializeMemory(as: Value.self, repeating: value, count: 1)
-                tag = _ResultCell.value
+                tag = Self._valueTag
             } else {
                 payload.initializeMemory(as: _ResultBox<Value>.self, repeating: _ResultBox(value), count: 1)
                 tag = _ResultCell.boxedValue
@@ -118,7 +147,7 @@ extension Future {
     }
 
     /// Destroys the result, if any (deinit: the last reference is gone).
-    @usableFromInline
+    @usableFromInline @inline(__always)
     internal func _destroyResult() {
         #if FF_EXPLORE
             let cell = _resultCellPointerUnannotated
@@ -129,10 +158,11 @@ extension Future {
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
         switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
         case _ResultCell.value:
-            // A trivial value (an `Int`, a struct of them) needs no destruction: skip the generic
-            // `deinitialize` (this deinit is unspecialized: it would go through the value witness
-            // table); `_isPOD` is one flag read from the same table.
-            if !_isPOD(Value.self) { payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
+            // A trivial value (an `Int`, a struct of them) needs no destruction, and this deinit
+            // (unspecialized) does not even look up its type's metadata to learn that.
+            break
+        case _ResultCell.valueToDestroy:
+            payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
         case _ResultCell.error: payload.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
         case _ResultCell.boxedValue: payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
         default: break

@@ -99,8 +99,9 @@ internal enum _Upstream {
 /// What `claimEmbedded` found.
 @usableFromInline
 internal enum _EmbeddedClaim {
-    /// The embedded node is this caller's to fill and push.
-    case claimed
+    /// The embedded node is this caller's to fill and push: with the state word the claim left
+    /// (not COMPLETED), for the push to start from (see `_FutureCore.push`).
+    case claimed(seen: UInt)
     /// Another registration has it (the future was pending when this call looked): with the
     /// state word seen, for the caller's push to start from (see `_FutureCore.push`).
     case taken(seen: UInt)

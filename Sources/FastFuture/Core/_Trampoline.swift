@@ -216,6 +216,29 @@ extension _Trampoline {
     }
 
     /// Runs every queued item, FIFO, then leaves the draining state.
+    /// Enters the trampoline at top level: `true` (now draining) unless this thread is already
+    /// inside a callback. Pair with `leave()`.
+    @inlinable @inline(__always)
+    static func enterIfIdle() -> Unmanaged<_Trampoline>? {
+        let trampoline = currentUnmanaged
+        let entered = trampoline._withUnsafeGuaranteedRef { trampoline in
+            if trampoline.isDraining { return false }
+            trampoline.isDraining = true
+            return true
+        }
+        return entered ? trampoline : nil
+    }
+
+    /// Leaves the trampoline entered by `enterIfIdle()`: runs what was queued meanwhile, then idles.
+    @inlinable @inline(__always)
+    func leave() {
+        if count > 0 {
+            drainQueue()
+        } else {
+            isDraining = false
+        }
+    }
+
     @usableFromInline @inline(never)
     func drainQueue() {
         while count > 0 {
