@@ -429,7 +429,14 @@ extension _Trampoline {
     static func perform(_ work: _TrampolineWork) {
         switch work {
         case .callbacks(let list, let future, let cancelled):
-            _CallbackNode._runList(list, future: future, cancelled: cancelled)
+            let core = _FutureCore(future)
+            if list == core.embeddedNode, _CallbackNode._nextField(list).pointee == nil {
+                // Only the embedded registration (a chain step's derived future completed inside
+                // a callback: the common case): fire it without a list walk.
+                core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+            } else {
+                _CallbackNode._runList(list, future: future, cancelled: cancelled)
+            }
         case .cancel(let target):
             target._cancelFromDownstream()
         }
