@@ -353,7 +353,7 @@ struct LosersFirstTests {
 /// Stack safety of urgent work. In `StackSafetyTests`, which `scripts/test` runs alone: each
 /// waits on its thread for 100k races on a thread of its own.
 extension StackSafetyTests {
-    static let deepRaces = 100_000
+    static let deepRaces = 100_000 / depthScale
 
     /// A cascade of decisions: cancelling each race's loser decides the next race, 100k deep
     /// (each delivery waits for the urgent work), on a 512 KiB stack.

@@ -1,3 +1,4 @@
+import Foundation
 import FastFuture
 import Testing
 
@@ -8,8 +9,21 @@ import Testing
 struct StackSafetyTests {
     /// 512 KiB: a recursive implementation overflows it within a few thousand steps.
     static let stackSize = 512 * 1024
-    static let steps = 1_000_000
-    static let pendingSteps = 100_000
+    /// The depths below are a fifth under ThreadSanitizer, which instruments every access of a
+    /// chain (the suite took 8 minutes of CI there at full depth): still far more than a
+    /// recursive implementation survives on 512 KiB. The plain and release builds keep them all.
+    static let depthScale = Stress.underThreadSanitizer ? 5 : 1
+    static let steps = 1_000_000 / depthScale
+    static let pendingSteps = 100_000 / depthScale
+
+    /// `steps` depends on `Stress.underThreadSanitizer`: scripts/test says which build each
+    /// phase runs (`FASTFUTURE_EXPECT_TSAN`), so a check that stopped working fails here instead
+    /// of silently shortening the plain build's chains (or lengthening the sanitizer's).
+    @Test("The ThreadSanitizer check matches the build under test")
+    func threadSanitizerCheck() {
+        guard let expected = ProcessInfo.processInfo.environment["FASTFUTURE_EXPECT_TSAN"] else { return }
+        #expect(Stress.underThreadSanitizer == (expected == "1"))
+    }
 
     @Test(arguments: FutureVariant.allCases)
     func millionMapsBuiltOnPendingFuture(variant: FutureVariant) throws {

@@ -30,4 +30,9 @@ enum Stress {
 
     /// Callbacks registered per thread in a fan-out round.
     static let callbacksPerThread = 200
+
+    /// Whether this process runs under ThreadSanitizer (`swift test --sanitize=thread`): its
+    /// runtime is linked in. Tests whose point is depth, not concurrency, use it to stay short
+    /// there (every memory access of a million-step chain is instrumented).
+    static let underThreadSanitizer: Bool = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
 }
