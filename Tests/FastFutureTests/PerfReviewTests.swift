@@ -463,26 +463,19 @@ struct PerfReviewTests {
     /// Reads `future` every way: peek, wait, a map, a late callback, an embedded callback
     /// registered while pending (on a twin), and returns what each saw.
     static func readAll<T: Sendable>(_ future: Future<T>, _ check: @escaping @Sendable (T) -> Bool) -> [String] {
-        var bad: [String] = []
-        if let result = future.peek() {
-            if case .success(let value) = result, !check(value) { bad.append("peek") }
-        } else {
-            bad.append("peek: pending")
-        }
-        if let value = try? future.wait(), !check(value) { bad.append("wait") }
-        if let ok = try? future.map({ check($0) }).wait(), !ok { bad.append("map") }
-        let callback = LockedBox<Bool?>(nil)
-        future.whenSuccess { value in callback.withLock { $0 = check(value) } }
-        if callback.snapshot == false { bad.append("late callback") }
+        let seen = LockedBox<T?>(nil)
+        future.whenSuccess { value in seen.withLock { $0 = value } }
         let generic = readGeneric(future)
-        for (name, value) in [
+        let reads: [(String, T?)] = [
+            ("peek", try? future.peek()?.get()), ("wait", try? future.wait()),
+            ("map", try? future.map { $0 }.wait()), ("late callback", seen.snapshot),
             ("generic peek", generic.peek), ("generic wait", generic.wait),
             ("generic map", generic.mapped), ("generic callback", generic.callback),
         ]
-        where value.map(check) == false {
-            bad.append(name)
+        return reads.compactMap { name, value in
+            guard let value else { return "\(name): no value" }
+            return check(value) ? nil : "\(name): wrong value"
         }
-        return bad
     }
 
     /// Guard: values that need destroying (a reference, a 24-byte struct holding one, a boxed
@@ -512,6 +505,15 @@ struct PerfReviewTests {
             let optional = Self.make(.success(Optional(Counted(deinits, id: 11))), making, variant)
             made += 1
             bad += Self.readAll(optional) { $0?.id == 11 }.map { "optional: \($0)" }
+            let closureCounted = Counted(deinits, id: 13)
+            made += 1
+            let closure: @Sendable () -> Int = { closureCounted.id }
+            let function = Self.make(.success(closure), making, variant)
+            bad += Self.readAll(function) { $0() == 13 }.map { "closure: \($0)" }
+            let errorValue: Future<any Error> = Self.make(
+                .success(CountedError(counted: Counted(deinits, id: 14))), making, variant)
+            made += 1
+            bad += Self.readAll(errorValue) { ($0 as? CountedError)?.counted.id == 14 }.map { "error value: \($0)" }
             let failed: Future<Counted> = Self.make(
                 .failure(CountedError(counted: Counted(deinits, id: 12))), making, variant)
             made += 1
@@ -529,7 +531,7 @@ struct PerfReviewTests {
             }
             #expect(bad.isEmpty, "\(bad)")
             #expect(deinits.load() == 0, "destroyed while its futures are alive")
-            withExtendedLifetime((reference, three, big, string, optional, failed, counted)) {}
+            withExtendedLifetime((reference, three, big, string, optional, function, errorValue, failed, counted)) {}
         }
         #expect(deinits.load() == made, "each value destroyed exactly once")
     }
