@@ -349,7 +349,10 @@ struct PerfReviewTests {
             let notOnce = runs.snapshot.enumerated().filter { $0.element != 1 }.map(\.offset)
             #expect(notOnce.isEmpty, "callbacks not run exactly once: \(notOnce.prefix(10))")
             #expect(wrong.load() == 0)
-            #expect(deinits.load() == 0, "a value was destroyed while its future is alive")
+            // (-O ends an unused array's lifetime early: keep the futures alive to here.)
+            withExtendedLifetime((promises, futures)) {
+                #expect(deinits.load() == 0, "a value was destroyed while its future is alive")
+            }
         }
         #expect(Self.eventually { deinits.load() == count }, "each value destroyed exactly once")
     }
@@ -372,7 +375,7 @@ struct PerfReviewTests {
             }
             let wrongValues = mapped.snapshot.enumerated().filter { (try? $0.element?.wait()) != $0.offset }
             #expect(wrongValues.isEmpty, "map saw the wrong value: \(wrongValues.prefix(5).map(\.offset))")
-            #expect(deinits.load() == 0)
+            withExtendedLifetime(promises) { #expect(deinits.load() == 0) }
         }
         #expect(Self.eventually { deinits.load() == count })
     }
@@ -575,7 +578,7 @@ struct PerfReviewTests {
             } catch let error as CountedError {
                 #expect(error.counted.id == 9)
             }
-            #expect(deinits.load() == 0)
+            withExtendedLifetime((promise, big, failing)) { #expect(deinits.load() == 0) }
         }
         #expect(deinits.load() == 3)
     }
