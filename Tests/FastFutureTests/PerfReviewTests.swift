@@ -188,7 +188,7 @@ struct PerfReviewTests {
     /// every later one must be queued, never nested.
     @Test(arguments: FutureVariant.allCases, Completion.allCases)
     func manyLoneCallbacksEachCompletingTheNext(variant: FutureVariant, completion: Completion) {
-        let steps = 200_000
+        let steps = 200_000 / StackSafetyTests.depthScale
         let outcome = LockedBox((ran: 0, maxDepth: 0))
         TestThreads.run(1, stackSize: 512 * 1024) { _ in
             nonisolated(unsafe) var ran = 0
@@ -223,7 +223,7 @@ struct PerfReviewTests {
     /// derived future fails with `CancellationError`).
     @Test(arguments: FutureVariant.allCases)
     func manyLoneEmbeddedStepsStartedFromALoneCallback(variant: FutureVariant) {
-        let steps = 200_000
+        let steps = 200_000 / StackSafetyTests.depthScale
         let outcome = LockedBox<(Int?, Bool)>((nil, false))
         TestThreads.run(1, stackSize: 512 * 1024) { _ in
             let trigger = Promise<Int>(variant: variant)

@@ -29,9 +29,10 @@ internal protocol _TrampolineStep: AnyObject {
 /// The per-thread queue that makes inline callbacks iterative.
 ///
 /// Whoever completes a future (or registers on a complete one, or cancels one) hands the work
-/// to its thread's trampoline with `_Trampoline.run(_:)` (an `.inline` callback registered on a
-/// complete future uses `runIfIdle`, which runs it the same way without a node when the
-/// trampoline is idle, and otherwise leaves the caller to queue a node with `run`):
+/// to its thread's trampoline with `_Trampoline.run(_:)` (a late `.inline` callback, and a
+/// completion whose only callback is the future's embedded one, use `enterIfIdle`/`leave` or
+/// `runIfIdle` instead, which run it the same way without a queue item when the trampoline is
+/// idle, and otherwise leave the caller to queue it with `run`):
 ///
 ///     not draining ──run(work)──▶ draining: run work, then every queued item, FIFO ──▶ not draining
 ///     draining     ──run(work)──▶ append work to the queue and return at once
@@ -215,9 +216,10 @@ extension _Trampoline {
         }
     }
 
-    /// Runs every queued item, FIFO, then leaves the draining state.
-    /// Enters the trampoline at top level: `true` (now draining) unless this thread is already
-    /// inside a callback. Pair with `leave()`.
+    /// Enters the trampoline at top level: this thread's trampoline, now draining, or `nil` if
+    /// this thread is already inside a callback (then the caller queues its work instead). Pair
+    /// with `leave()`: a late `.inline` callback and a completion whose only callback is the
+    /// embedded one run that way, without a queue item.
     @inlinable @inline(__always)
     static func enterIfIdle() -> Unmanaged<_Trampoline>? {
         let trampoline = currentUnmanaged
@@ -239,6 +241,7 @@ extension _Trampoline {
         }
     }
 
+    /// Runs every queued item, FIFO, then leaves the draining state.
     @usableFromInline @inline(never)
     func drainQueue() {
         while count > 0 {
