@@ -99,15 +99,15 @@ extension Future {
     @inlinable
     internal var _resultCellPointer: UnsafeMutablePointer<_ResultCell> {
         @inline(__always) get {
-        #if FF_EXPLORE
-            // Exploration builds (scripts/explore): every access to the result comes through here;
-            // the explorer checks that a read happens after the write (`_storeResult` then records
-            // its write). Placed here, not in `_completedResult`, so that no line above that
-            // function's trap moves: builds without the switch compile byte for byte as before.
-            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), _resultCellPointerUnannotated, 0)
-        #endif
-        return (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
-            to: _ResultCell.self)
+            #if FF_EXPLORE
+                // Exploration builds (scripts/explore): every access to the result comes through here;
+                // the explorer checks that a read happens after the write (`_storeResult` then records
+                // its write). Placed here, not in `_completedResult`, so that no line above that
+                // function's trap moves: builds without the switch compile byte for byte as before.
+                _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), _resultCellPointerUnannotated, 0)
+            #endif
+            return (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+                to: _ResultCell.self)
         }
     }
 
