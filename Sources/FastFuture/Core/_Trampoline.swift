@@ -202,18 +202,10 @@ extension _Trampoline {
     /// `false`, running nothing, if it is: then the caller queues the work with `run(_:)`.
     @inlinable
     static func runIfIdle(_ body: () -> Void) -> Bool {
-        // Unretained: the thread-local slot keeps the trampoline alive (see `current`).
-        currentUnmanaged._withUnsafeGuaranteedRef { trampoline in
-            if trampoline.isDraining { return false }
-            trampoline.isDraining = true
-            body()
-            if trampoline.count > 0 {
-                trampoline.drainQueue()
-            } else {
-                trampoline.isDraining = false
-            }
-            return true
-        }
+        guard let trampoline = enterIfIdle() else { return false }
+        body()
+        trampoline._withUnsafeGuaranteedRef { $0.leave() }
+        return true
     }
 
     /// Enters the trampoline at top level: this thread's trampoline, now draining, or `nil` if
@@ -432,12 +424,9 @@ extension _Trampoline {
     static func perform(_ work: _TrampolineWork) {
         switch work {
         case .callbacks(let list, let future, let cancelled):
-            let core = _FutureCore(future)
-            if list == core.embeddedNode, _CallbackNode._nextField(list).pointee == nil {
-                // Only the embedded registration (a chain step's derived future completed inside
-                // a callback: the common case): fire it without a list walk.
-                core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
-            } else {
+            // A chain step's derived future completed inside a callback: usually its one
+            // registration, the embedded one, without a list walk.
+            if !_FutureCore(future).fireIfLoneEmbedded(list, future: future) {
                 _CallbackNode._runList(list, future: future, cancelled: cancelled)
             }
         case .cancel(let target):
