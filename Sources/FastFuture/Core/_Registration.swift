@@ -106,9 +106,9 @@ extension Future {
     /// `seen`: the state word as this thread loaded it (acquire) just before, if it did; the push
     /// starts from it (see `_FutureCore.push`).
     @inlinable @inline(__always)
-    internal func _registerNode(_ node: _CallbackNode, seen stateSeen: UInt? = nil) {
+    internal func _registerNode(_ node: consuming _CallbackNode, seen stateSeen: UInt? = nil) {
         let isCancelHandler = node._isCancelHandler
-        let raw = Unmanaged.passRetained(node).toOpaque()
+        let raw = Unmanaged.passRetained(consume node).toOpaque()
         assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
         guard let seen = _core.push(raw, isCancelHandler: isCancelHandler, seen: stateSeen) else { return }
         _CallbackNode._nextField(raw).pointee = nil
