@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 @testable import FastFuture
 import Testing
 
@@ -10,15 +13,49 @@ import Testing
         "An object's first stored property starts an object header past its address", arguments: FutureVariant.allCases)
     func objectHeaderSize(variant: FutureVariant) {
         let future = Future<Int>(_variant: variant, result: nil)
-        let node = _Node(_Forward(derived: future))
-        let raw = Unmanaged.passUnretained(node).toOpaque()
-        #expect(UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(node)) == raw + _Layout.objectHeaderSize)
-        // `_next` is the first stored property: the list code reaches it through `_nextField`.
-        let marker = UnsafeMutableRawPointer(bitPattern: 0x1230)
-        node._next = marker
-        #expect(_CallbackNode._nextField(raw).pointee == marker)
-        node._next = nil
-        #expect(_CallbackNode._nextField(raw).pointee == nil)
+        // Both kinds of heap node: the slot node (a registration of three words or less) and the
+        // generic one (a larger registration: a callback that hops to a stored executor).
+        let nodes: [_CallbackNode] = [
+            _Forward._makeNode(_Forward(derived: future)),
+            _Callback<Int, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+        ]
+        #expect(nodes[0] is _SlotNode)
+        #expect(nodes[1] is _Node<_Callback<Int, WideExecutor>>)
+        for node in nodes {
+            let raw = Unmanaged.passUnretained(node).toOpaque()
+            let storedProperties = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(node))
+            #expect(storedProperties == raw + _Layout.objectHeaderSize)
+            // `_next` is the first stored property: the list code reaches it through `_nextField`.
+            let marker = UnsafeMutableRawPointer(bitPattern: 0x1230)
+            node._next = marker
+            #expect(_CallbackNode._nextField(raw).pointee == marker)
+            node._next = nil
+            #expect(_CallbackNode._nextField(raw).pointee == nil)
+        }
+        withExtendedLifetime(nodes) {}
+    }
+
+    @Test(
+        "A slot node's registration is at _SlotNode.slotOffset, in a 72-byte object", arguments: FutureVariant.allCases)
+    func slotNodeLayout(variant: FutureVariant) {
+        let future = Future<Int>(_variant: variant, result: nil)
+        let node = _SlotNode(_Forward(derived: future))
+        let raw = UnsafeMutableRawPointer(Unmanaged.passUnretained(node).toOpaque())
+        let words = withUnsafeMutablePointer(to: &node._slotWords) { UnsafeMutableRawPointer($0) }
+        #expect(words == raw + _SlotNode.slotOffset)
+        #expect(node._slot == words)
+        #expect(node._slotIsFull)
+        // The registration really is there: the slot's first word is the derived future.
+        #expect(words.load(as: UInt.self) == UInt(bitPattern: Unmanaged.passUnretained(future).toOpaque()))
+        // The object ends right after the slot: 72 bytes, malloc's 80-byte chunk on glibc (the
+        // allocator reports the usable size: 72 there, and the requested size under the sanitizers).
+        #expect(_SlotNode.slotOffset + MemoryLayout<_EmbeddedSlot>.size == 72)
+        #if canImport(Glibc)
+            typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+            if let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_usable_size") {
+                #expect(unsafeBitCast(symbol, to: UsableSize.self)(raw) == 72)
+            }
+        #endif
         withExtendedLifetime(node) {}
     }
 
@@ -96,5 +133,13 @@ import Testing
 
 /// An executor other than `.inline`, for the type-level checks above.
 private struct CountingExecutor: FutureExecutor {
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// An executor of two words: a callback on it does not fit in a slot node.
+private struct WideExecutor: FutureExecutor {
+    var first = 0
+    var second = 0
+
     func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }

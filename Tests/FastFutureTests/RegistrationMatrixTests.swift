@@ -3,7 +3,8 @@ import FastFuture
 import Testing
 
 /// Every registration kind in every placement (one `_Registration` value per kind, kept in the
-/// future's embedded slot or in a `_Node<R>`; flatMap nodes reused for the inner future).
+/// future's embedded slot, in a `_SlotNode` or in a `_Node<R>`; flatMap nodes reused for the inner
+/// future).
 /// `scripts/test` runs this suite alone: its deep chains hold a cooperative thread.
 ///
 /// Every scenario runs each registration both ways: as its source's first registration (the

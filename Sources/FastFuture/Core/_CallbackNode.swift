@@ -5,10 +5,12 @@
 /// ARC recursion, only node by node in `_runList`/`_releaseList`, so a future with a million
 /// callbacks is freed in constant stack depth.
 ///
-/// Every node is a `_Node<R>`, which holds one registration `R` (see `_Registration`): one
-/// registration costs exactly one allocation and no wrapper closure. The future's embedded node
-/// (see `_FutureWords.embeddedNext`) holds the same registration types without an allocation;
-/// `Future._register(_:)` chooses between the two.
+/// A node holds one registration (see `_Registration`): one registration costs exactly one
+/// allocation and no wrapper closure. A registration that fits in three words (every `.inline`
+/// one, and cancel handlers) is kept in raw words in a `_SlotNode`, a non-generic class; a larger
+/// one (a callback or step that hops to a stored executor) in a `_Node<R>`. The future's embedded
+/// node (see `_FutureWords.embeddedNext`) holds the same registrations as a `_SlotNode`, without
+/// an allocation; `Future._register(_:)` chooses among the three.
 ///
 /// - Note: `@unchecked Sendable` because a node has exactly one owner at a time, and ownership
 ///   moves between threads only through synchronizing operations: the registering thread until
@@ -19,7 +21,8 @@
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
     /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`
-    /// the node was registered on.
+    /// the node was registered on (unretained: the caller holds it for the call); or, with `future == nil`, only destroys it (a `_SlotNode` that
+    /// never ran, from its deinit).
     ///
     /// A stored function rather than an overridden method: the vtable of a generic class points
     /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
@@ -27,13 +30,17 @@ internal class _CallbackNode: @unchecked Sendable {
     /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
     /// one.
     @usableFromInline
-    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: AnyObject) -> Void
+    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: UnsafeRawPointer?) -> Void
 
     /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
     @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
     /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
     /// dropped unrun when the future completes any other way.
     @usableFromInline final let _isCancelHandler: Bool
+    /// `_SlotNode` only: whether its slot holds a registration (from its init, or a `flatMap`
+    /// step's refill, until `fire` moves it out). Kept here, in the padding after
+    /// `_isCancelHandler`, so that a slot node is 72 bytes (malloc's 80-byte class).
+    @usableFromInline @exclusivity(unchecked) final var _slotIsFull: Bool
     /// What running this node does. Its owner may change it: a `flatMap` step's node, once the
     /// step has run, forwards its inner future's result (see `_Step`).
     @usableFromInline @exclusivity(unchecked) final var _fire: Fire
@@ -42,6 +49,7 @@ internal class _CallbackNode: @unchecked Sendable {
     init(isCancelHandler: Bool, fire: @escaping Fire) {
         self._next = nil
         self._isCancelHandler = isCancelHandler
+        self._slotIsFull = false
         self._fire = fire
     }
 
@@ -78,19 +86,20 @@ internal class _CallbackNode: @unchecked Sendable {
     static func _runList(_ head: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
         let core = _FutureCore(future)
         let embeddedNode = core.embeddedNode
+        // Unretained: the caller holds `future` for the call.
+        let source = UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque())
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
             current = link.pointee
             link.pointee = nil
             if raw == embeddedNode {
-                // Unretained: the caller holds `future` for the call.
-                core.fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+                core.fireEmbedded(source)
                 continue
             }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
             if !node._isCancelHandler || cancelled {
-                node._fire(node, future)
+                node._fire(node, source)
             }
         }
     }
@@ -113,7 +122,8 @@ internal class _CallbackNode: @unchecked Sendable {
                 Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef({ $0._isCancelHandler })
             {
                 let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
-                node._fire(node, future)
+                // Unretained: the caller holds `future` for the call.
+                node._fire(node, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
                 continue
             }
             if let tail = restTail {

@@ -47,7 +47,80 @@ extension _Registration {
     }
 }
 
-/// A heap node holding one registration.
+extension _Registration {
+    /// A heap node holding `registration`: a `_SlotNode` if it fits in the slot, else a `_Node`.
+    /// (A step that reuses its node, `_Step._follow`, tells the two apart the same way.)
+    @inlinable @inline(__always)
+    static func _makeNode(_ registration: consuming Self) -> _CallbackNode {
+        if _fitsInSlot { return _SlotNode(registration) }
+        return _Node(registration)
+    }
+
+    /// A `_SlotNode`'s `fire` for this kind: moves the registration out of the node's slot, then
+    /// runs it with the result of `future` (the complete source), or, with `nil`, drops it.
+    @inlinable
+    static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
+        let node = unsafeDowncast(node, to: _SlotNode.self)
+        let registration = node._slot.assumingMemoryBound(to: Self.self).move()
+        node._slotIsFull = false
+        guard let future else { return }
+        registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+    }
+}
+
+/// A heap node holding a registration that fits in three words, in raw memory (the embedded
+/// node's slot, in a node of its own). Not generic, so that its deinit - reached through
+/// `swift_release`, never specialized - is plain code: a generic class's deinit would destroy the
+/// registration through its type's metadata. The registration is moved out when the node runs
+/// (`_Registration._fireSlotNode`) and destroyed by that specialized code; only a node that
+/// never ran (its future was dropped pending, or a cancel handler that can never run) destroys
+/// it from the deinit, through `fire` again.
+///
+/// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
+/// (`slotOffset`, checked against the runtime's layout in LayoutTests).
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) final var _slotWords: _EmbeddedSlot
+
+    @inlinable
+    init<R: _Registration>(_ registration: consuming R) {
+        self._slotWords = (0, 0, 0)
+        super.init(isCancelHandler: R._isCancelHandler, fire: R._fireSlotNode)
+        _slot.initializeMemory(as: R.self, to: registration)
+        _slotIsFull = true
+    }
+
+    /// Where `_slotWords` is, from the object's address: after the header, `_next`,
+    /// `_isCancelHandler`/`_slotIsFull` (padded to a word) and `fire` (two words).
+    @inlinable
+    static var slotOffset: Int { _Layout.objectHeaderSize + 4 * MemoryLayout<UInt>.size }
+
+    /// The registration's storage (owned by the node's owner).
+    @inlinable
+    var _slot: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Self.slotOffset
+    }
+
+    /// Puts `registration` in the empty slot and makes it what the node runs. Called by the
+    /// node's owner: the init, or a `flatMap` step whose node ran and now follows its inner
+    /// future (the push that follows publishes the change).
+    @inlinable
+    func _refill<R: _Registration>(with registration: consuming R) {
+        assert(!_slotIsFull && R._fitsInSlot, "FastFuture: refilled a full or too small slot")
+        _slot.initializeMemory(as: R.self, to: registration)
+        _slotIsFull = true
+        _fire = R._fireSlotNode
+    }
+
+    @inlinable
+    deinit {
+        if _slotIsFull { _fire(self, nil) }
+    }
+}
+
+/// A heap node holding a registration too large for a `_SlotNode` (one that hops to a stored
+/// executor). Its deinit is the generic class's: it destroys the registration through metadata.
 // Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
 internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable {
@@ -60,9 +133,11 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     }
 
     @inlinable
-    static func _fireNode(_ node: _CallbackNode, _ future: AnyObject) {
+    static func _fireNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
+        // Never called with nil: the registration is destroyed with the node.
+        guard let future else { return }
         let node = unsafeDowncast(node, to: Self.self)
-        node.registration.run(with: unsafeDowncast(future, to: Future<R.Source>.self)._completedResult, node: node)
+        node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
     }
 }
 
@@ -72,6 +147,8 @@ extension Future {
     /// this thread is not inside a callback, by running it at once; else in a node of its own.
     @inlinable
     internal func _register<R: _Registration>(_ registration: consuming R) where R.Source == Value {
+        // The state word as `claimEmbedded` saw it, if it found the embedded node taken.
+        var stateSeen: UInt? = nil
         if R._embeddable, R._fitsInSlot {
             let core = _core
             switch core.claimEmbedded() {
@@ -90,14 +167,14 @@ extension Future {
                 _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
                 return
             case .taken(let seen):
-                _registerNode(_Node(registration), seen: seen)
-                return
+                stateSeen = seen
             case .completed:
                 // Complete: run it now, unless it must queue behind the running callback (in a node).
                 if _Trampoline.runIfIdle({ registration.run(with: _completedResult, node: nil) }) { return }
             }
         }
-        _registerNode(_Node(registration))
+        // One call site, so that the node's initialization is inlined once.
+        _registerNode(R._makeNode(registration), seen: stateSeen)
     }
 
     /// Registers a node: pushes it, or runs it at once (through the trampoline) if the future is

@@ -84,7 +84,13 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
         if let node {
             // The node is this thread's until it is pushed again (the push publishes the change).
-            node._fire = Self._fireForward
+            // A slot node's registration was moved out when it ran: the forward takes its place.
+            // A `_Node` keeps its step, whose `derived` the forward reads.
+            if Self._fitsInSlot {
+                unsafeDowncast(node, to: _SlotNode.self)._refill(with: _Forward(derived: derived))
+            } else {
+                node._fire = Self._fireForward
+            }
             inner._registerNode(node)
         } else {
             inner._register(_Forward(derived: derived))
@@ -93,9 +99,11 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
 
     /// A reused node's `fire`: forwards the inner future's result.
     @inlinable
-    static func _fireForward(_ node: _CallbackNode, _ inner: AnyObject) {
+    static func _fireForward(_ node: _CallbackNode, _ inner: UnsafeRawPointer?) {
+        // Never called with nil: the step is destroyed with its `_Node`.
+        guard let inner else { return }
         unsafeDowncast(node, to: _Node<Self>.self).registration.derived._complete(
-            unsafeDowncast(inner, to: Future<Output>.self)._completedResult)
+            Future<Output>._completedResult(ofUnretained: inner))
     }
 }
 
