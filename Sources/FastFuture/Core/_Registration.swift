@@ -39,7 +39,12 @@ extension _Registration {
     /// The embedded node's `fire` for this kind (see `_EmbeddedFire`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
     /// or, if `source` is `nil`, drops it.
-    @inlinable
+    ///
+    /// The fire functions are stored as closure literals that call them, `{ R._fireFromSlot($0,
+    /// $1) }`, not as `R._fireFromSlot`: a reference to a static method becomes a thunk that calls
+    /// it (one more call per run: 4 instructions in S1), while the literal, with the method
+    /// inlined into it, is the function itself.
+    @inlinable @inline(__always)
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
         guard let source else { return }
@@ -58,7 +63,7 @@ extension _Registration {
 
     /// A `_SlotNode`'s `fire` for this kind: moves the registration out of the node's slot, then
     /// runs it with the result of `future` (the complete source), or, with `nil`, drops it.
-    @inlinable
+    @inlinable @inline(__always)
     static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
         let node = unsafeDowncast(node, to: _SlotNode.self)
         let registration = node._slot.assumingMemoryBound(to: Self.self).move()
@@ -86,7 +91,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     @inlinable
     init<R: _Registration>(_ registration: consuming R) {
         self._slotWords = (0, 0, 0)
-        super.init(isCancelHandler: R._isCancelHandler, fire: R._fireSlotNode)
+        super.init(isCancelHandler: R._isCancelHandler, fire: { R._fireSlotNode($0, $1) })
         _slot.initializeMemory(as: R.self, to: registration)
         _slotIsFull = true
     }
@@ -110,7 +115,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
         assert(!_slotIsFull && R._fitsInSlot, "FastFuture: refilled a full or too small slot")
         _slot.initializeMemory(as: R.self, to: registration)
         _slotIsFull = true
-        _fire = R._fireSlotNode
+        _fire = { R._fireSlotNode($0, $1) }
     }
 
     @inlinable
@@ -129,7 +134,7 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     @inlinable
     init(_ registration: R) {
         self.registration = registration
-        super.init(isCancelHandler: R._isCancelHandler, fire: _Node<R>._fireNode)
+        super.init(isCancelHandler: R._isCancelHandler, fire: { _Node<R>._fireNode($0, $1) })
     }
 
     @inlinable
@@ -156,7 +161,7 @@ extension Future {
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
                 // initialize, not assign: the field is nil while the node is free (fire sets it
                 // back), so there is no old value to release.
-                core.embeddedFire.initialize(to: _EmbeddedFire(fire: R._fireFromSlot))
+                core.embeddedFire.initialize(to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,

@@ -89,7 +89,7 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             if Self._fitsInSlot {
                 unsafeDowncast(node, to: _SlotNode.self)._refill(with: _Forward(derived: derived))
             } else {
-                node._fire = Self._fireForward
+                node._fire = { Self._fireForward($0, $1) }
             }
             inner._registerNode(node)
         } else {
