@@ -219,10 +219,11 @@ internal struct _FutureCore {
     @inlinable
     func fireEmbedded(_ future: UnsafeRawPointer?) {
         let field = embeddedFire
-        if let fire = field.pointee.fire {
-            field.pointee.fire = nil
-            fire(embeddedSlot, future)
-        }
+        // Moved out, and the field reinitialized empty: no retain of the function's context for
+        // the call, and no release of the field's old value.
+        let fire = field.move().fire
+        field.initialize(to: _EmbeddedFire(fire: nil))
+        if let fire { fire(embeddedSlot, future) }
     }
 
     /// Runs the embedded node's registration against the complete `future` (unretained: the
