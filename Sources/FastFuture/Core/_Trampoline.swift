@@ -400,8 +400,10 @@ extension _Trampoline {
         spare = inUse
     }
 
+    /// Queues `work`, taking the caller's reference to it (consuming: a borrowed item would be
+    /// copied into the queue - a retain here and a release in the caller, per item).
     @usableFromInline
-    func enqueue(_ work: _TrampolineWork) {
+    func enqueue(_ work: consuming _TrampolineWork) {
         if count == capacity { grow() }
         (buffer + ((head + count) & (capacity - 1))).initialize(to: work)
         count += 1
