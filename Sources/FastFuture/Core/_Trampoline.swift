@@ -238,8 +238,8 @@ extension _Trampoline {
     func drainQueue() {
         while count > 0 {
             let work = (buffer + head).move()
-            head = (head + 1) & (capacity - 1)
-            count -= 1
+            head = (head &+ 1) & (capacity &- 1)
+            count &-= 1
             Self.perform(work)
         }
         head = 0
@@ -405,8 +405,10 @@ extension _Trampoline {
     @usableFromInline
     func enqueue(_ work: consuming _TrampolineWork) {
         if count == capacity { grow() }
-        (buffer + ((head + count) & (capacity - 1))).initialize(to: work)
-        count += 1
+        // Wrapping arithmetic: head and count are below capacity, a power of two (no overflow
+        // check to pay on every item).
+        (buffer + ((head &+ count) & (capacity &- 1))).initialize(to: work)
+        count &+= 1
     }
 
     @usableFromInline @inline(never)
