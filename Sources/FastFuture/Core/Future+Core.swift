@@ -55,7 +55,7 @@ extension Future {
         // A cancellation is forwarded upstream *before* this future's callbacks run, so that a
         // top-level cancel() returns with it delivered (the callbacks may be long).
         if byCancel, upstream != _Upstream.none {
-            _finishUpstream(upstream, cancel: true)
+            _FutureCore.finishUpstream(upstream, cancel: true)
         }
         if let stack {
             if stack == core.embeddedNode, _CallbackNode._nextField(stack).pointee == nil,
@@ -73,15 +73,19 @@ extension Future {
             }
         }
         if !byCancel, upstream != _Upstream.none {
-            _finishUpstream(upstream, cancel: false)
+            _FutureCore.finishUpstream(upstream, cancel: false)
         }
         return .won
     }
 
-    /// Releases the upstream object taken by the completer, first forwarding the cancellation
-    /// to it if this future was cancelled.
+}
+
+extension _FutureCore {
+    /// Releases the upstream object taken by a future's completer, first forwarding the
+    /// cancellation to it if the future was cancelled. Not generic (a method of `Future<V>` was
+    /// called through a forwarding thunk to its specialized body, once per chain step).
     @usableFromInline @inline(never)
-    internal func _finishUpstream(_ word: UInt, cancel: Bool) {
+    static func finishUpstream(_ word: UInt, cancel: Bool) {
         let object = Unmanaged<AnyObject>.fromWord(word).takeRetainedValue()
         if cancel, let target = object as? any _Cancellable {
             _Trampoline.run(.cancel(target))
