@@ -212,18 +212,17 @@ internal struct _FutureCore {
     }
 
     /// Runs the embedded node's registration with the result of `future`, or, with `nil`, only
-    /// destroys it (deinit); either way empties the slot and releases what it held.
+    /// destroys it (deinit); either way empties the slot and the fire field (both raw memory
+    /// again), releasing what they held. The node must hold a registration: it was pushed, or
+    /// its push found the future complete (see `_FutureWords.embeddedFire`).
     ///
     /// Called by: the embedded node's owner only - the claim's winner that took it with the
     /// stack, or the registrant whose push found the future complete - or the future's deinit.
     @inlinable
     func fireEmbedded(_ future: UnsafeRawPointer?) {
-        let field = embeddedFire
-        // Moved out, and the field reinitialized empty: no retain of the function's context for
-        // the call, and no release of the field's old value.
-        let fire = field.move().fire
-        field.initialize(to: _EmbeddedFire(fire: nil))
-        if let fire { fire(embeddedSlot, future) }
+        // Moved out: no retain of the function's context for the call.
+        let fire = embeddedFire.assumingMemoryBound(to: _EmbeddedFire.self).move().fire
+        fire(embeddedSlot, future)
     }
 
     /// Runs the embedded node's registration against the complete `future` (unretained: the
@@ -246,12 +245,12 @@ internal struct _FutureCore {
         UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedSlot).unsafelyUnwrapped
     }
 
-    /// The embedded node's `embeddedFire` field (owned by the node's owner; never `words.pointee`,
-    /// which would copy the whole struct).
+    /// The embedded node's `embeddedFire` field: raw memory that holds an `_EmbeddedFire` while
+    /// the slot holds a registration (owned by the node's owner; never `words.pointee`, which
+    /// would copy the whole struct).
     @inlinable
-    var embeddedFire: UnsafeMutablePointer<_EmbeddedFire> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedFire).unsafelyUnwrapped)
-            .assumingMemoryBound(to: _EmbeddedFire.self)
+    var embeddedFire: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedFire).unsafelyUnwrapped
     }
 
     // MARK: Publish
@@ -414,11 +413,11 @@ internal struct _FutureCore {
             if let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {
                 _CallbackNode._releaseList(head, embeddedNode: embeddedNode)
             }
-            // The embedded node's registration, if any (it was pushed and the future died
-            // pending; its owner held the future until then): destroy it, running nothing. A
-            // completed future has none left: whoever took the embedded node fired it, holding
-            // the future for the call.
-            fireEmbedded(nil)
+            // The embedded node's registration, if it has one (EMBEDDED: it was pushed and the
+            // future died pending; its owner held the future until then, so it is filled):
+            // destroy it, running nothing. A completed future has none left: whoever took the
+            // embedded node fired it, holding the future for the call.
+            if current & _State.embedded != 0 { fireEmbedded(nil) }
         }
         let object = ff_atomic_word_load_relaxed(upstream)
         if object != _Upstream.none, object != _Upstream.closed {

@@ -40,9 +40,13 @@ internal struct _FutureWords {
     /// The embedded node, which the first registration can take instead of a node of its own
     /// (see `_State`): its stack link...
     @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
-    /// ... what running it does (`_Registration._fireFromSlot`, specialized where it was
-    /// set; `nil` while the slot is empty) ...
-    @usableFromInline var embeddedFire: _EmbeddedFire
+    /// ... what running it does (an `_EmbeddedFire`: `_Registration._fireFromSlot`,
+    /// specialized where it was set), in raw memory like the registration: initialized by the
+    /// node's owner with the slot, moved out when the node runs or is destroyed. Raw, so that
+    /// the future's deinit has nothing to release here by itself: the slot holds a registration,
+    /// and this a function, exactly while the state word has EMBEDDED and not COMPLETED (see
+    /// `_FutureCore.deinitialize`) ...
+    @usableFromInline var embeddedFire: (UInt, UInt)
     /// ... and the registration itself, in raw memory (a callback, a `map`/`flatMap` step, a
     /// `flatMap`'s forward, a combinator's input: see `_Registration`). Written by the node's
     /// owner before the push that publishes it; moved out by whoever runs it, or destroyed by the
@@ -58,7 +62,7 @@ internal struct _FutureWords {
         self.isLocked = variant == .locked
         self._padding = (0, 0, 0)
         self.embeddedNext = nil
-        self.embeddedFire = _EmbeddedFire(fire: nil)
+        self.embeddedFire = (0, 0)
         self.embeddedSlot = (0, 0, 0)
     }
 }
@@ -77,10 +81,10 @@ internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
 /// `source == nil` it only destroys it (the future died pending).
 @usableFromInline
 internal struct _EmbeddedFire {
-    @usableFromInline var fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?
+    @usableFromInline var fire: @Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void
 
     @inlinable
-    init(fire: (@Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void)?) {
+    init(fire: @escaping @Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void) {
         self.fire = fire
     }
 }

@@ -159,9 +159,8 @@ extension Future {
             switch core.claimEmbedded() {
             case .claimed(let stateAfterClaim):
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
-                // initialize, not assign: the field is nil while the node is free (fire sets it
-                // back), so there is no old value to release.
-                core.embeddedFire.initialize(to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
+                core.embeddedFire.initializeMemory(
+                    as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,

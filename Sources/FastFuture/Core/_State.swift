@@ -56,7 +56,8 @@ import AtomicsShim
 ///   publish takes only what was pushed. A push that finds COMPLETED hands the node back, and its
 ///   owner runs it itself, at once. COMPLETED: the publish cleared the bit and nobody can set it
 ///   again; whoever holds the node (the winner, through the stack, or the owner whose push came
-///   too late) runs it once and clears `embeddedFire`.
+///   too late) runs it once, moving the registration and `embeddedFire` out (raw memory again).
+///   So the node holds a registration exactly while EMBEDDED is set and COMPLETED is not.
 /// - The upstream and waiters words are not part of this state: see `_FutureWords`.
 ///
 /// Who may call what (tagged on each `_FutureCore` method):
