@@ -44,7 +44,11 @@ import Testing
         let words = withUnsafeMutablePointer(to: &node._slotWords) { UnsafeMutableRawPointer($0) }
         #expect(words == raw + _SlotNode.slotOffset)
         #expect(node._slot == words)
-        #expect(node._slotIsFull)
+        #expect(node._isArmed)
+        // The fire function's raw words are where `_CallbackNode.fireOffset` says.
+        let fire = withUnsafeMutablePointer(to: &node._fireWords) { UnsafeMutableRawPointer($0) }
+        #expect(fire == raw + _CallbackNode.fireOffset)
+        #expect(node._fireField == fire)
         // The registration really is there: the slot's first word is the derived future.
         #expect(words.load(as: UInt.self) == UInt(bitPattern: Unmanaged.passUnretained(future).toOpaque()))
         // The object ends right after the slot: 72 bytes, malloc's 80-byte chunk on glibc (the

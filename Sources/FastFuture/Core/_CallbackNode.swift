@@ -21,8 +21,8 @@
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
     /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`
-    /// the node was registered on (unretained: the caller holds it for the call); or, with `future == nil`, only destroys it (a `_SlotNode` that
-    /// never ran, from its deinit).
+    /// the node was registered on (unretained: the caller holds it for the call); or, with
+    /// `future == nil`, only destroys it (a `_SlotNode` that never ran, from its deinit).
     ///
     /// A stored function rather than an overridden method: the vtable of a generic class points
     /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
@@ -32,25 +32,70 @@ internal class _CallbackNode: @unchecked Sendable {
     @usableFromInline
     typealias Fire = @Sendable (_ node: _CallbackNode, _ future: UnsafeRawPointer?) -> Void
 
+    /// A `Fire` as raw memory holds it (a struct around the function, so that a typed pointer
+    /// reaches it as a field stores it: see `_EmbeddedFire`).
+    @usableFromInline
+    struct _FireBox {
+        @usableFromInline var fire: Fire
+
+        @inlinable
+        init(_ fire: @escaping Fire) {
+            self.fire = fire
+        }
+    }
+
     /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
     @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
     /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
     /// dropped unrun when the future completes any other way.
     @usableFromInline final let _isCancelHandler: Bool
-    /// `_SlotNode` only: whether its slot holds a registration (from its init, or a `flatMap`
-    /// step's refill, until `fire` moves it out). Kept here, in the padding after
+    /// Whether the node holds its fire function in `_fireWords` (and, a `_SlotNode`, its
+    /// registration in its slot): from the init, or a `flatMap` step's re-arming (see `_Step`),
+    /// until its runner takes the function out to run it (`_disarm`). A node released armed
+    /// never ran: its deinit destroys what it holds. Kept in the padding after
     /// `_isCancelHandler`, so that a slot node is 72 bytes (malloc's 80-byte class).
-    @usableFromInline @exclusivity(unchecked) final var _slotIsFull: Bool
-    /// What running this node does. Its owner may change it: a `flatMap` step's node, once the
-    /// step has run, forwards its inner future's result (see `_Step`).
-    @usableFromInline @exclusivity(unchecked) final var _fire: Fire
+    @usableFromInline @exclusivity(unchecked) final var _isArmed: Bool
+    /// What running this node does (a `_FireBox`), in raw memory while `_isArmed`: taken out,
+    /// not copied, to run it, so that neither the run nor the node's deinit retains or releases
+    /// the function's context. Its owner may arm the node again: a `flatMap` step's node, once
+    /// the step has run, forwards its inner future's result (see `_Step`).
+    @usableFromInline @exclusivity(unchecked) final var _fireWords: (UInt, UInt)
 
     @inlinable
     init(isCancelHandler: Bool, fire: @escaping Fire) {
         self._next = nil
         self._isCancelHandler = isCancelHandler
-        self._slotIsFull = false
-        self._fire = fire
+        self._isArmed = false
+        self._fireWords = (0, 0)
+        _arm(fire)
+    }
+
+    /// Where `_fireWords` is, from the object's address: after the header, `_next` and
+    /// `_isCancelHandler`/`_isArmed` (padded to a word). Checked against the runtime in
+    /// LayoutTests.
+    @inlinable
+    static var fireOffset: Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }
+
+    @inlinable
+    var _fireField: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Self.fireOffset
+    }
+
+    /// Stores what running the node does. Called by the node's owner, on a disarmed node.
+    @inlinable
+    final func _arm(_ fire: @escaping Fire) {
+        assert(!_isArmed, "FastFuture: armed a node that was armed")
+        _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
+        _isArmed = true
+    }
+
+    /// Takes out what running the node does, to run it (or, from a deinit, to destroy what it
+    /// holds). Called by the node's owner, on an armed node.
+    @inlinable
+    final func _disarm() -> Fire {
+        assert(_isArmed, "FastFuture: ran a node that was not armed")
+        _isArmed = false
+        return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
     }
 
     // MARK: Lists
@@ -99,7 +144,7 @@ internal class _CallbackNode: @unchecked Sendable {
             }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
             if !node._isCancelHandler || cancelled {
-                node._fire(node, source)
+                node._disarm()(node, source)
             }
         }
     }
@@ -123,7 +168,7 @@ internal class _CallbackNode: @unchecked Sendable {
             {
                 let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
                 // Unretained: the caller holds `future` for the call.
-                node._fire(node, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+                node._disarm()(node, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
                 continue
             }
             if let tail = restTail {

@@ -61,13 +61,13 @@ extension _Registration {
         return _Node(registration)
     }
 
-    /// A `_SlotNode`'s `fire` for this kind: moves the registration out of the node's slot, then
-    /// runs it with the result of `future` (the complete source), or, with `nil`, drops it.
+    /// A `_SlotNode`'s `fire` for this kind (its runner disarmed the node to call it): moves the
+    /// registration out of the node's slot, then runs it with the result of `future` (the
+    /// complete source), or, with `nil`, drops it.
     @inlinable @inline(__always)
     static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
         let node = unsafeDowncast(node, to: _SlotNode.self)
         let registration = node._slot.assumingMemoryBound(to: Self.self).move()
-        node._slotIsFull = false
         guard let future else { return }
         registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
     }
@@ -78,8 +78,8 @@ extension _Registration {
 /// `swift_release`, never specialized - is plain code: a generic class's deinit would destroy the
 /// registration through its type's metadata. The registration is moved out when the node runs
 /// (`_Registration._fireSlotNode`) and destroyed by that specialized code; only a node that
-/// never ran (its future was dropped pending, or a cancel handler that can never run) destroys
-/// it from the deinit, through `fire` again.
+/// never ran (its future was dropped pending, or a cancel handler that can never run: the node
+/// is still armed) destroys it from the deinit, through `fire` with no future.
 ///
 /// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
 /// (`slotOffset`, checked against the runtime's layout in LayoutTests).
@@ -93,11 +93,10 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
         self._slotWords = (0, 0, 0)
         super.init(isCancelHandler: R._isCancelHandler, fire: { R._fireSlotNode($0, $1) })
         _slot.initializeMemory(as: R.self, to: registration)
-        _slotIsFull = true
     }
 
     /// Where `_slotWords` is, from the object's address: after the header, `_next`,
-    /// `_isCancelHandler`/`_slotIsFull` (padded to a word) and `fire` (two words).
+    /// `_isCancelHandler`/`_isArmed` (padded to a word) and `_fireWords` (two words).
     @inlinable
     static var slotOffset: Int { _Layout.objectHeaderSize + 4 * MemoryLayout<UInt>.size }
 
@@ -107,20 +106,19 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
         UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Self.slotOffset
     }
 
-    /// Puts `registration` in the empty slot and makes it what the node runs. Called by the
-    /// node's owner: the init, or a `flatMap` step whose node ran and now follows its inner
-    /// future (the push that follows publishes the change).
+    /// Puts `registration` in the empty slot of this disarmed node and arms it to run it. Called
+    /// by the node's owner: a `flatMap` step whose node ran and now follows its inner future (the
+    /// push that follows publishes the change).
     @inlinable
     func _refill<R: _Registration>(with registration: consuming R) {
-        assert(!_slotIsFull && R._fitsInSlot, "FastFuture: refilled a full or too small slot")
+        assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
         _slot.initializeMemory(as: R.self, to: registration)
-        _slotIsFull = true
-        _fire = { R._fireSlotNode($0, $1) }
+        _arm({ R._fireSlotNode($0, $1) })
     }
 
     @inlinable
     deinit {
-        if _slotIsFull { _fire(self, nil) }
+        if _isArmed { _disarm()(self, nil) }
     }
 }
 
@@ -135,6 +133,12 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     init(_ registration: R) {
         self.registration = registration
         super.init(isCancelHandler: R._isCancelHandler, fire: { _Node<R>._fireNode($0, $1) })
+    }
+
+    @inlinable
+    deinit {
+        // Never ran: only the function to release (the registration goes with the node).
+        if _isArmed { _ = _disarm() }
     }
 
     @inlinable

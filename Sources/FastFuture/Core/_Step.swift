@@ -83,13 +83,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             return
         }
         if let node {
-            // The node is this thread's until it is pushed again (the push publishes the change).
-            // A slot node's registration was moved out when it ran: the forward takes its place.
-            // A `_Node` keeps its step, whose `derived` the forward reads.
+            // The node is this thread's until it is pushed again (the push publishes the change);
+            // its runner disarmed it to run this step. A slot node's registration was moved out
+            // when it ran: the forward takes its place. A `_Node` keeps its step, whose `derived`
+            // the forward reads.
             if Self._fitsInSlot {
                 unsafeDowncast(node, to: _SlotNode.self)._refill(with: _Forward(derived: derived))
             } else {
-                node._fire = { Self._fireForward($0, $1) }
+                node._arm({ Self._fireForward($0, $1) })
             }
             inner._registerNode(node)
         } else {
