@@ -200,7 +200,7 @@ import Testing
     }
 
     func registerRacingCompletion(variant: FutureVariant, cancel: Bool) {
-        let count = 3_000
+        let count = 6_000
         let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
         let runs = (0..<count).map { _ in AtomicCount() }
         let deaths = AtomicCount()
