@@ -233,6 +233,10 @@ import Testing
             let result = try derived.wait()
             #expect(result == value)
         }
+        // A hopping step's work item (holding the step, so the derived future and the body's
+        // inner future) is released on its queue after it returns, maybe after `wait` returned.
+        HopExecutor.queue.sync {}
+        Self.queue.sync {}
         #expect(weakDerived == nil)
         #expect(weakInner == nil)
         #expect(deaths.load() == 1)
