@@ -184,6 +184,26 @@ import Testing
         }
     }
 
+    @Test(
+        "A future dropped pending on another thread destroys what this thread registered, once",
+        arguments: FutureVariant.allCases)
+    func droppedPendingOnAnotherThread(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        let runs = AtomicCount()
+        let count = 500
+        for index in 0..<count {
+            let promise = Promise<Int>(variant: variant)
+            // Filled and pushed here; destroyed by the deinit of whichever thread drops the last
+            // reference - usually the completer's (the slot's and fire function's words written here).
+            Self.register(.callback, on: promise, Tracked(deaths), runs)
+            if index % 2 == 0 { Self.register(.onCancel, on: promise, Tracked(deaths), runs) }
+            Self.completer.async { withExtendedLifetime(promise) {} }
+        }
+        Self.completer.sync {}
+        #expect(runs.load() == 0)
+        #expect(deaths.load() == count + count / 2)
+    }
+
     // MARK: - Races: the registrant's push finds the future complete
 
     /// Item `index` of a race: which registrations thread 0 makes on the item's future (the
