@@ -16,8 +16,8 @@
 ///   moves between threads only through synchronizing operations: the registering thread until
 ///   the release-CAS that pushes it; the completer after the acquire-exchange that takes the
 ///   stack; an executor's thread after `execute` handed it over (executors synchronize what they
-///   run). `_next` and `_fire` are touched only by the owner; the closures a registration holds
-///   are `@Sendable`.
+///   run). `_next`, `_isArmed`, `_fireWords` and a slot node's registration are touched only by
+///   the owner; the closures a registration holds are `@Sendable`.
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
     /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`

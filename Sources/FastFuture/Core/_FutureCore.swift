@@ -220,8 +220,15 @@ internal struct _FutureCore {
     /// stack, or the registrant whose push found the future complete - or the future's deinit.
     @inlinable
     func fireEmbedded(_ future: UnsafeRawPointer?) {
+        let field = embeddedFire
+        // Debug builds check the invariant: an empty field is zero (the init's, or the one left
+        // below), so a second fire traps instead of calling the moved-out function again.
+        assert(field.load(as: UInt.self) != 0, "FastFuture: ran the embedded node while it was empty")
         // Moved out: no retain of the function's context for the call.
-        let fire = embeddedFire.assumingMemoryBound(to: _EmbeddedFire.self).move().fire
+        let fire = field.assumingMemoryBound(to: _EmbeddedFire.self).move().fire
+        #if DEBUG
+            field.storeBytes(of: 0, as: UInt.self)
+        #endif
         fire(embeddedSlot, future)
     }
 
