@@ -12,23 +12,8 @@ import Testing
 /// over-releases what it captured (a crash, or a count too high), one never destroyed leaks it (a
 /// count too low); an embedded node fired with an empty slot calls a null or stale function.
 @Suite struct RawFireReviewTests {
-    /// An object that counts its own deinit in `deaths`.
-    final class Tracked: Sendable {
-        let deaths: AtomicCount
-
-        init(_ deaths: AtomicCount) {
-            self.deaths = deaths
-        }
-
-        deinit {
-            deaths.increment()
-        }
-
-        /// Keeps `self` alive until this call (so a closure that calls it really captures it).
-        func touch() {
-            withExtendedLifetime(self) {}
-        }
-    }
+    /// An object that counts its own deinit (see `DeinitCounted`).
+    typealias Tracked = DeinitCounted
 
     /// An executor of two words: a step on it is five words, a generic `_Node` (a callback on it
     /// four, also a `_Node`).

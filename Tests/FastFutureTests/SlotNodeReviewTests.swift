@@ -12,23 +12,8 @@ import Testing
 @Suite struct SlotNodeReviewTests {
     static let variants = FutureVariant.allCases
 
-    /// An object that counts its own deinit in `deaths`.
-    final class Tracked: Sendable {
-        let deaths: AtomicCount
-
-        init(_ deaths: AtomicCount) {
-            self.deaths = deaths
-        }
-
-        deinit {
-            deaths.increment()
-        }
-
-        /// Keeps `self` alive until this call (so a closure that calls it really captures it).
-        func touch() {
-            withExtendedLifetime(self) {}
-        }
-    }
+    /// An object that counts its own deinit (see `DeinitCounted`).
+    typealias Tracked = DeinitCounted
 
     /// A large value (nine words): results of this size are kept out of line by the future.
     struct Large: Sendable, Equatable {

@@ -76,10 +76,15 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     static var fireOffset: Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }
 
+    /// The address `offset` bytes past the node's own: a field the code reaches as raw memory
+    /// (`_fireWords` here, a slot node's registration), at an offset LayoutTests checks.
     @inlinable
-    var _fireField: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Self.fireOffset
+    final func _rawField(at offset: Int) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + offset
     }
+
+    @inlinable
+    var _fireField: UnsafeMutableRawPointer { _rawField(at: Self.fireOffset) }
 
     /// Stores what running the node does. Called by the node's owner, on a disarmed node.
     @inlinable

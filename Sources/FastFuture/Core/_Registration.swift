@@ -102,9 +102,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
 
     /// The registration's storage (owned by the node's owner).
     @inlinable
-    var _slot: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Self.slotOffset
-    }
+    var _slot: UnsafeMutableRawPointer { _rawField(at: Self.slotOffset) }
 
     /// Puts `registration` in the empty slot of this disarmed node and arms it to run it. Called
     /// by the node's owner: a `flatMap` step whose node ran and now follows its inner future (the
