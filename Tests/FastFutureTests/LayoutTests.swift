@@ -73,6 +73,61 @@ import Testing
         withExtendedLifetime(future) {}
     }
 
+    @Test(
+        "The future's words start where the core finds them, with the 64-bit layout of the benchmarks",
+        arguments: FutureVariant.allCases)
+    func futureWordsLayout(variant: FutureVariant) {
+        let future = Future<Int>(_variant: variant, result: nil)
+        let object = UnsafeMutableRawPointer(Unmanaged.passUnretained(future).toOpaque())
+        let words = withUnsafeMutablePointer(to: &future._words) { UnsafeMutableRawPointer($0) }
+        #expect(UnsafeMutableRawPointer(future._core.words) == words)
+        let storedProperties = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(future))
+        #expect(words == storedProperties + _Layout.futureWordsOffset)
+        // 64-bit: the words a Swift struct of the same fields had (scripts/layout-check checks 32-bit).
+        #expect(_Layout.futureWordsOffset == 0)
+        #expect(words - object == 16)
+        #expect(MemoryLayout<_FutureWords>.size == 80)
+        #expect(MemoryLayout<_FutureWords>.offset(of: \.embeddedNext) == 32)
+        #expect(future._core.embeddedNode - object == 32)
+        #expect(_CallbackNode.fireOffset == 32 && _SlotNode.slotOffset == 48)
+        #expect(MemoryLayout<_NodeFireWords>.size == 16)
+        withExtendedLifetime(future) {}
+    }
+
+    @Test(
+        "Every node address the state word can hold has its four flag bits clear",
+        arguments: FutureVariant.allCases)
+    func nodeAddressesLeaveTheFlagBitsFree(variant: FutureVariant) {
+        // Futures of several sizes (the result cell holds the value inline or boxed) and both
+        // kinds of heap node, many of each and kept alive together, so that the allocator hands
+        // out addresses from across its size classes rather than re-using one block.
+        var futures: [AnyObject] = []
+        var addresses: [(String, UInt)] = []
+        for round in 0..<200 {
+            let small = Future<Int>(_variant: variant, result: nil)
+            let string = Future<String>(_variant: variant, result: nil)
+            let large = Future<LargeValue>(_variant: variant, result: nil)
+            addresses.append(("Future<Int>", UInt(bitPattern: small._core.embeddedNode)))
+            addresses.append(("Future<String>", UInt(bitPattern: string._core.embeddedNode)))
+            addresses.append(("Future<LargeValue>", UInt(bitPattern: large._core.embeddedNode)))
+            let nodes: [_CallbackNode] = [
+                _Forward._makeNode(_Forward(derived: small)),
+                _Callback<Int, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+                _Callback<LargeValue, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+            ]
+            for node in nodes {
+                let address = UInt(bitPattern: Unmanaged.passUnretained(node).toOpaque())
+                addresses.append(("\(type(of: node)) (round \(round))", address))
+            }
+            futures += [small, string, large] + nodes
+        }
+        for (what, address) in addresses {
+            #expect(address & _State.flagMask == 0, "\(what) at \(String(address, radix: 16))")
+        }
+        #expect(addresses.count == 200 * 6)
+        withExtendedLifetime(futures) {}
+    }
+
     @Test("The result cell is at _ResultCell.offsetInFuture", arguments: FutureVariant.allCases)
     func resultCellOffset(variant: FutureVariant) {
         let future = Future<String>(_variant: variant, result: .success("cell"))
@@ -138,6 +193,11 @@ import Testing
 /// An executor other than `.inline`, for the type-level checks above.
 private struct CountingExecutor: FutureExecutor {
     func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// A value larger than a result cell's three words.
+private struct LargeValue {
+    var words: (Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0)
 }
 
 /// An executor of two words: a callback on it does not fit in a slot node.

@@ -29,7 +29,11 @@
 #define FASTFUTURE_ATOMICS_SHIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#if defined(__APPLE__) && !defined(FF_LAYOUT_CHECK)
+#include <os/lock.h>
+#endif
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -279,6 +283,127 @@ FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
   return atomic_compare_exchange_strong_explicit(
       &word->value, expected, desired, memory_order_acquire, memory_order_relaxed);
 }
+
+// MARK: - The layout of a future's words and of its callback nodes
+//
+// The state word (`_State` in Swift) keeps four flags in its low bits and a node's address in the
+// rest, so every node whose address it holds - the future's embedded node and the heap nodes
+// (`_SlotNode`, `_Node<R>`) - must be 16-byte aligned, on every target. The future's words are
+// laid out here, in C, so that the compiler that lays them out also checks them (the
+// `_Static_assert`s below fail the build of any target where the layout is wrong;
+// scripts/layout-check compiles them for the 32-bit targets too).
+//
+// How a node's address comes about (Swift objects):
+//  - An object starts with a header of two words (metadata, reference counts:
+//    `FF_OBJECT_HEADER_SIZE`), then its stored properties, each at the next offset its alignment
+//    allows. A node's address is its object's; its link (`_next`) is its first stored property,
+//    one header past it.
+//  - The embedded node is not an object: its address is the one that puts *its* link,
+//    `embeddedNext`, one header past it, as an object node's. The future's words are its first
+//    stored property: at `FF_FUTURE_WORDS_OFFSET` in the object.
+//  - An object is as aligned as the Swift runtime's allocation makes it: `swift_allocObject`
+//    passes the class's alignment (the largest of its stored properties', at least a word's) and
+//    the runtime calls `malloc` when that is no more than `malloc`'s own (16 on 64-bit targets and
+//    Apple platforms; 8 on 32-bit Linux and Windows), else an aligned allocation. glibc's `malloc`
+//    on armv7 returns 8-byte aligned blocks (measured: about half of them have bit 3 set, which
+//    is EMBEDDED in the state word), so on 32-bit targets the words and the nodes carry a 16-byte
+//    alignment of their own (`FF_NODE_ALIGNAS`): that makes the class 16-byte aligned and the
+//    runtime allocate it aligned. On 64-bit targets they need none (malloc's 16 suffices), and
+//    the layout there is exactly the one the benchmarks' instruction counts were measured on.
+
+/// The alignment of every node the state word holds: its four low bits are flags.
+#define FF_NODE_ALIGNMENT 16
+/// The size of a Swift object's header (metadata pointer and reference counts): two words.
+#define FF_OBJECT_HEADER_SIZE (2 * sizeof(void *))
+#if UINTPTR_MAX == UINT32_MAX
+#define FF_32_BIT 1
+/// 32-bit targets: what makes a future, and a heap node, 16-byte aligned objects.
+#define FF_NODE_ALIGNAS _Alignas(FF_NODE_ALIGNMENT)
+#else
+#define FF_32_BIT 0
+#define FF_NODE_ALIGNAS
+#endif
+
+/// The storage of a `.locked` future's lock (`_LockStorage` in Swift): `os_unfair_lock` on Apple
+/// platforms, a futex word elsewhere. 32 bits either way.
+#if defined(__APPLE__) && !defined(FF_LAYOUT_CHECK)
+typedef os_unfair_lock_s ff_lock_storage;
+#else
+// (scripts/layout-check compiles Apple targets without their SDK: a stand-in of the same size.)
+typedef ff_atomic_u32 ff_lock_storage;
+#endif
+_Static_assert(sizeof(ff_lock_storage) == 4 && _Alignof(ff_lock_storage) == 4, "a lock word is 32 bits");
+
+/// The synchronized words at the start of every future: `_FutureWords` in Swift, which documents
+/// each field (Core/_FutureWords.swift).
+typedef struct ff_future_words {
+  FF_NODE_ALIGNAS ff_atomic_word state;
+  ff_atomic_word upstream;
+  ff_atomic_word waiters;
+  ff_lock_storage lockWord;
+  bool isLocked;
+  uint8_t _padding[3];
+#if FF_32_BIT
+  /// 32-bit targets: puts `embeddedNext` where the embedded node's address is 16-byte aligned.
+  uint8_t _padding32[4];
+#endif
+  void *_Nullable embeddedNext;
+  uintptr_t embeddedFire[2];
+  uintptr_t embeddedSlot[3];
+} ff_future_words;
+
+/// Where the words are in a future object: its first stored property, after the header.
+#define FF_FUTURE_WORDS_OFFSET                                                                    \
+  ((FF_OBJECT_HEADER_SIZE + _Alignof(ff_future_words) - 1) / _Alignof(ff_future_words) *          \
+   _Alignof(ff_future_words))
+/// Where the embedded node's address is in a future object (one header before `embeddedNext`).
+#define FF_EMBEDDED_NODE_OFFSET                                                                   \
+  (FF_FUTURE_WORDS_OFFSET + offsetof(ff_future_words, embeddedNext) - FF_OBJECT_HEADER_SIZE)
+
+_Static_assert(FF_EMBEDDED_NODE_OFFSET % FF_NODE_ALIGNMENT == 0,
+               "the embedded node's address must be 16-byte aligned in its future");
+_Static_assert(FF_32_BIT == 0 || _Alignof(ff_future_words) == FF_NODE_ALIGNMENT,
+               "32-bit: a future must be a 16-byte aligned object (malloc aligns to 8 there)");
+_Static_assert(offsetof(ff_future_words, state) == 0, "the state word is the first word");
+_Static_assert(offsetof(ff_future_words, embeddedSlot) % sizeof(uintptr_t) == 0,
+               "the embedded slot is word-aligned");
+// 64-bit: the layout the benchmarks were measured on (80 bytes, the node at 32).
+_Static_assert(FF_32_BIT == 1 || (sizeof(ff_future_words) == 80 && FF_FUTURE_WORDS_OFFSET == 16 &&
+                                  offsetof(ff_future_words, embeddedNext) == 32),
+               "64-bit: the future's words changed layout");
+
+/// A heap node's fire words (`_CallbackNode._fireWords`) on 32-bit targets: two words, 16-byte
+/// aligned, so that every `_CallbackNode` subclass is a 16-byte aligned class (its alignment is
+/// its most aligned stored property's), which the Swift runtime allocates 16-byte aligned. (On
+/// 64-bit targets the field is a plain `(UInt, UInt)`, and malloc's alignment suffices.)
+typedef struct ff_node_fire_words {
+  FF_NODE_ALIGNAS uintptr_t words[2];
+} ff_node_fire_words;
+
+/// The layout of a heap node as Swift lays out `_SlotNode` (a mirror: the object header, then
+/// `_CallbackNode`'s stored properties, then `_SlotNode`'s), for the checks below; LayoutTests
+/// checks the same offsets against the runtime.
+typedef struct ff_slot_node_layout {
+  uintptr_t header[2];
+  void *_Nullable next;
+  bool isCancelHandler;
+  bool isArmed;
+  ff_node_fire_words fireWords;
+  uintptr_t slotWords[3];
+} ff_slot_node_layout;
+
+_Static_assert(FF_32_BIT == 0 || _Alignof(ff_slot_node_layout) == FF_NODE_ALIGNMENT,
+               "32-bit: a heap node must be a 16-byte aligned object (malloc aligns to 8 there)");
+_Static_assert(offsetof(ff_slot_node_layout, next) == FF_OBJECT_HEADER_SIZE,
+               "a node's link is one object header past its address");
+_Static_assert(offsetof(ff_slot_node_layout, fireWords) == FF_OBJECT_HEADER_SIZE + 2 * sizeof(uintptr_t),
+               "_CallbackNode.fireOffset");
+_Static_assert(offsetof(ff_slot_node_layout, slotWords) ==
+                   offsetof(ff_slot_node_layout, fireWords) + sizeof(ff_node_fire_words),
+               "_SlotNode.slotOffset");
+_Static_assert(FF_32_BIT == 1 || (offsetof(ff_slot_node_layout, slotWords) == 48 &&
+                                  sizeof(ff_slot_node_layout) == 72),
+               "64-bit: a slot node changed layout (72 bytes: malloc's 80-byte class)");
 
 // MARK: - Not atomics (1): futex wait and wake (the `.locked` lock's sleep)
 

@@ -59,14 +59,20 @@ internal class _CallbackNode: @unchecked Sendable {
     /// not copied, to run it, so that neither the run nor the node's deinit retains or releases
     /// the function's context. Its owner may arm the node again: a `flatMap` step's node, once
     /// the step has run, forwards its inner future's result (see `_Step`).
-    @usableFromInline @exclusivity(unchecked) final var _fireWords: (UInt, UInt)
+    /// Two words; on 32-bit targets 16-byte aligned, which makes every node a 16-byte aligned
+    /// object (see `_NodeFireWords`).
+    @usableFromInline @exclusivity(unchecked) final var _fireWords: _NodeFireWords
 
     @inlinable
     init(isCancelHandler: Bool, fire: @escaping Fire) {
         self._next = nil
         self._isCancelHandler = isCancelHandler
         self._isArmed = false
-        self._fireWords = (0, 0)
+        #if _pointerBitWidth(_32)
+            self._fireWords = .zero
+        #else
+            self._fireWords = (0, 0)
+        #endif
         _arm(fire)
     }
 

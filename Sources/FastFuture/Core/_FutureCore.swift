@@ -26,7 +26,8 @@ internal struct _FutureCore {
     /// properties have a stable address).
     @inlinable
     init(_ future: AnyObject) {
-        words = _getUnsafePointerToStoredProperties(future).assumingMemoryBound(to: _FutureWords.self)
+        words = (_getUnsafePointerToStoredProperties(future) + _Layout.futureWordsOffset)
+            .assumingMemoryBound(to: _FutureWords.self)
     }
 
     @inlinable

@@ -24,46 +24,47 @@ import AtomicsShim
 ///   combinator's counters, on its own future's lock): a futex lock on Linux, `os_unfair_lock` on
 ///   Apple platforms (see `_FutureLock`); unused by `.lockFree`. `isLocked` says which variant
 ///   the future is: immutable after `init`.
-/// - The embedded node (`embeddedNext`, `embeddedFire`, `embeddedSlot`): see `_State`.
+/// - `_padding` (and `_padding32` on 32-bit targets): the bytes after `isLocked`, up to the
+///   embedded node: named and zeroed, so that the compiler initializes the fields after them with
+///   plain stores. Left as padding, they were undefined, and the compiler built the whole
+///   embedded node in a stack temporary and copied it into every new future (about 10
+///   instructions a future).
+/// - The embedded node, which the first registration can take instead of a node of its own (see
+///   `_State`): its stack link, `embeddedNext`; `embeddedFire`, what running it does (an
+///   `_EmbeddedFire`: `_Registration._fireFromSlot`, specialized where it was set), in raw memory
+///   like the registration: initialized by the node's owner with the slot, moved out when the
+///   node runs or is destroyed. Raw, so that the future's deinit has nothing to release here by
+///   itself: the slot holds a registration, and this a function, exactly while the state word has
+///   EMBEDDED and not COMPLETED (see `_FutureCore.deinitialize`); and `embeddedSlot`, the
+///   registration itself, in raw memory (a callback, a `map`/`flatMap` step, a `flatMap`'s
+///   forward, a combinator's input: see `_Registration`). Written by the node's owner before the
+///   push that publishes it; moved out by whoever runs it, or destroyed by the future's deinit if
+///   it never ran.
+///
+/// A C struct (`ff_future_words`, AtomicsShim.h), so that the compiler that lays it out also
+/// checks, for every target it builds, that the embedded node's address - one object header
+/// before `embeddedNext` - is 16-byte aligned (the state word's four low bits are flags), and
+/// that on 32-bit targets the future is a 16-byte aligned object (scripts/layout-check compiles
+/// it for i686, armv7, wasm32 and arm64_32). On 64-bit targets its layout is the one a Swift
+/// struct of the same fields had: 80 bytes, `embeddedNext` at 32.
 @usableFromInline
-internal struct _FutureWords {
-    @usableFromInline var state: ff_atomic_word
-    @usableFromInline var upstream: ff_atomic_word
-    @usableFromInline var waiters: ff_atomic_word
-    @usableFromInline var lockWord: _LockStorage
-    @usableFromInline let isLocked: Bool
-    /// The three bytes after `isLocked`, up to the next word: named and zeroed, so that the
-    /// compiler initializes the fields after them with plain stores. Left as padding, they were
-    /// undefined, and the compiler built the whole embedded node in a stack temporary and copied
-    /// it into every new future (about 10 instructions a future).
-    @usableFromInline let _padding: (UInt8, UInt8, UInt8)
-    /// The embedded node, which the first registration can take instead of a node of its own
-    /// (see `_State`): its stack link...
-    @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
-    /// ... what running it does (an `_EmbeddedFire`: `_Registration._fireFromSlot`,
-    /// specialized where it was set), in raw memory like the registration: initialized by the
-    /// node's owner with the slot, moved out when the node runs or is destroyed. Raw, so that
-    /// the future's deinit has nothing to release here by itself: the slot holds a registration,
-    /// and this a function, exactly while the state word has EMBEDDED and not COMPLETED (see
-    /// `_FutureCore.deinitialize`) ...
-    @usableFromInline var embeddedFire: (UInt, UInt)
-    /// ... and the registration itself, in raw memory (a callback, a `map`/`flatMap` step, a
-    /// `flatMap`'s forward, a combinator's input: see `_Registration`). Written by the node's
-    /// owner before the push that publishes it; moved out by whoever runs it, or destroyed by the
-    /// future's deinit if it never ran.
-    @usableFromInline var embeddedSlot: _EmbeddedSlot
+internal typealias _FutureWords = ff_future_words
 
+extension _FutureWords {
     @inlinable
     init(state: UInt, upstream: UInt, variant: FutureVariant) {
-        self.state = ff_atomic_word_make(state)
-        self.upstream = ff_atomic_word_make(upstream)
-        self.waiters = ff_atomic_word_make(0)
-        self.lockWord = .unlocked
-        self.isLocked = variant == .locked
-        self._padding = (0, 0, 0)
-        self.embeddedNext = nil
-        self.embeddedFire = (0, 0)
-        self.embeddedSlot = (0, 0, 0)
+        #if _pointerBitWidth(_32)
+            self.init(
+                state: ff_atomic_word_make(state), upstream: ff_atomic_word_make(upstream),
+                waiters: ff_atomic_word_make(0), lockWord: .unlocked, isLocked: variant == .locked,
+                _padding: (0, 0, 0), _padding32: (0, 0, 0, 0), embeddedNext: nil, embeddedFire: (0, 0),
+                embeddedSlot: (0, 0, 0))
+        #else
+            self.init(
+                state: ff_atomic_word_make(state), upstream: ff_atomic_word_make(upstream),
+                waiters: ff_atomic_word_make(0), lockWord: .unlocked, isLocked: variant == .locked,
+                _padding: (0, 0, 0), embeddedNext: nil, embeddedFire: (0, 0), embeddedSlot: (0, 0, 0))
+        #endif
     }
 }
 

@@ -96,9 +96,10 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     }
 
     /// Where `_slotWords` is, from the object's address: after the header, `_next`,
-    /// `_isCancelHandler`/`_isArmed` (padded to a word) and `_fireWords` (two words).
+    /// `_isCancelHandler`/`_isArmed` (padded to a word) and `_fireWords` (two words; 16 bytes
+    /// with their alignment on 32-bit targets).
     @inlinable
-    static var slotOffset: Int { _Layout.objectHeaderSize + 4 * MemoryLayout<UInt>.size }
+    static var slotOffset: Int { fireOffset + MemoryLayout<_NodeFireWords>.size }
 
     /// The registration's storage (owned by the node's owner).
     @inlinable

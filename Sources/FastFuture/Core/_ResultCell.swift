@@ -34,7 +34,7 @@ internal struct _ResultCell {
     @inlinable
     static var offsetInFuture: Int {
         let alignment = MemoryLayout<_ResultCell>.alignment
-        return (MemoryLayout<_FutureWords>.size + alignment - 1) & ~(alignment - 1)
+        return (_Layout.futureWordsOffset + MemoryLayout<_FutureWords>.size + alignment - 1) & ~(alignment - 1)
     }
 }
 

@@ -30,6 +30,15 @@ import AtomicsShim
 ///     CLAIMED          1       0 / 1        0        0 / 1   0 / a node
 ///     COMPLETED        1       0 / 1        1          0     0
 ///
+/// Nodes are 16-byte aligned on every target: the embedded node's place in its future is laid out
+/// in C (`ff_future_words`, AtomicsShim.h), whose static assertions fail the build of any target
+/// where it is not; heap nodes and futures get their alignment from the allocator on 64-bit
+/// targets (malloc aligns to 16 there, and the Swift runtime calls malloc for them), and on 32-bit
+/// targets, where glibc's malloc aligns to 8 (measured on armv7), from a 16-byte aligned stored
+/// property (`ff_future_words`, `_NodeFireWords`), which makes the runtime allocate them aligned.
+/// `scripts/layout-check` compiles the layout for i686, armv7, wasm32 and arm64_32; `LayoutTests`
+/// checks it at run time on the host.
+///
 /// A future starts PENDING (HEAD 0, EMBEDDED 0), or COMPLETED when it is made with its result
 /// (written by `init` before the future is shared). COMPLETED is the only terminal state. CLAIMED
 /// is transient: the winner publishes right after writing the result, running no user code in
