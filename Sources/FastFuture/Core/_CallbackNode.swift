@@ -90,6 +90,7 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     final func _arm(_ fire: @escaping Fire) {
         assert(!_isArmed, "FastFuture: armed a node that was armed")
+        _exploreWrite(_fireField)  // with `_isArmed`: one datum for the explorer
         _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
         _isArmed = true
     }
@@ -98,7 +99,9 @@ internal class _CallbackNode: @unchecked Sendable {
     /// holds). Called by the node's owner, on an armed node.
     @inlinable
     final func _disarm() -> Fire {
+        _exploreRead(_fireField)
         assert(_isArmed, "FastFuture: ran a node that was not armed")
+        _exploreWrite(_fireField)
         _isArmed = false
         return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
     }
@@ -123,6 +126,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = reversed
             reversed = raw
@@ -141,6 +145,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             if raw == embeddedNode {
@@ -165,6 +170,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             // The embedded node is never a cancel handler (`_OnCancel` is not embeddable).
@@ -177,6 +183,7 @@ internal class _CallbackNode: @unchecked Sendable {
                 continue
             }
             if let tail = restTail {
+                _exploreWrite(_nextField(tail))
                 _nextField(tail).pointee = raw
             } else {
                 restHead = raw
@@ -193,6 +200,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             if raw != embeddedNode {
