@@ -12,7 +12,7 @@
         /// This file's scenarios (see `all`).
         static let coverage: [ExploreScenario] = [
             executorCallbacksVsPublish, flatMapNodeReuse, flatMapSecondRegistrationBothEnds,
-            droppedWhilePending, droppedVsCompletion,
+            droppedWhilePending, droppedVsCompletion, isolatedQueueDrain,
         ]
 
         /// Callbacks on three executors other than `.inline` race the publish: a zero-size
@@ -27,8 +27,11 @@
             let future = promise.future
             let hops = ExploreHops()
             run.watch(future, "future")
-            log.expect(_Callback<ExplorePayload, ExploreSyncExecutor>._fitsInSlot, "the zero-size executor's callback is not in a slot node")
-            log.expect(!_Callback<ExplorePayload, ExploreWideExecutor>._fitsInSlot, "the wide executor's callback fits a slot")
+            log.expect(
+                _Callback<ExplorePayload, ExploreSyncExecutor>._fitsInSlot,
+                "the zero-size executor's callback is not in a slot node")
+            log.expect(
+                !_Callback<ExplorePayload, ExploreWideExecutor>._fitsInSlot, "the wide executor's callback fits a slot")
             log.expect(!_Callback<ExplorePayload, ExploreHopExecutor>._fitsInSlot, "the hop's callback fits a slot")
             run.threads = [
                 {
@@ -70,7 +73,13 @@
             source.future.whenComplete { _ in log.event("first") }
             let innerFuture = inner.future
             let ends = [
-                ("slot", source.future.flatMap { log.event("slot-body:\($0.id)"); return innerFuture }),
+                (
+                    "slot",
+                    source.future.flatMap {
+                        log.event("slot-body:\($0.id)")
+                        return innerFuture
+                    }
+                ),
                 (
                     "node",
                     source.future.flatMap(on: ExploreWideExecutor(log: log)) {
@@ -189,7 +198,9 @@
                             let future = shared.object!
                             let payload = ExplorePayload(11)
                             future.whenSuccess { _ in log.event("B1:\(payload.id)") }
-                            future.whenComplete(on: ExploreWideExecutor(log: log)) { _ in log.event("B2:\(payload.id)") }
+                            future.whenComplete(on: ExploreWideExecutor(log: log)) { _ in
+                                log.event("B2:\(payload.id)")
+                            }
                         }
                         shared.drop()
                     },
@@ -215,6 +226,76 @@
                 return run
             }
         }
+    }
+
+    extension ExploreScenario {
+        /// The isolated queue (the main actor's and actors' bodies: `_IsolatedQueue`) against
+        /// registration and completion. T0 registers a body on each of two futures, T1 completes
+        /// them in the other order, T2 is the domain: it runs every drain the queue submits (the
+        /// hand-over synchronizes as an executor's; the queue's lock is the shim's futex lock in
+        /// exploration builds, see `_DriverLock`). Each body runs exactly once, on the domain,
+        /// with its future's value - a lost drain request is a deadlock - and two bodies that one
+        /// drain runs run in registration order.
+        static let isolatedQueueDrain = ExploreScenario("isolated-queue-drain") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let a = Promise<ExplorePayload>(variant: variant)
+            let b = Promise<ExplorePayload>(variant: variant)
+            let hops = ExploreHops()
+            let domain = ExploreDomain()
+            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
+                hops.execute {
+                    domain.drains += 1
+                    domain.queue?.drain()
+                }
+            })
+            let queue = domain.queue!
+            run.watch(a.future, "a")
+            run.watch(b.future, "b")
+            run.watch(queue, "queue")
+            run.threads = [
+                {
+                    queue.register(on: a.future) { result in
+                        log.event("a:\(result.payloadID ?? -1)")
+                        domain.drainOf["a"] = domain.drains
+                    }
+                    queue.register(on: b.future) { result in
+                        log.event("b:\(result.payloadID ?? -1)")
+                        domain.drainOf["b"] = domain.drains
+                    }
+                },
+                {
+                    b.succeed(ExplorePayload(2))
+                    a.succeed(ExplorePayload(1))
+                },
+                {
+                    // The domain: runs the drains it is sent until both bodies ran.
+                    while log.count("a:1") + log.count("b:2") < 2 { hops.drain(1) }
+                },
+            ]
+            run.check = {
+                log.expect(log.count("a:1") == 1 && log.count("b:2") == 1, "bodies: \(log.events)")
+                log.expect(log.threadOf["a:1"] == 2 && log.threadOf["b:2"] == 2, "a body ran off the domain")
+                if let drainA = domain.drainOf["a"], drainA == domain.drainOf["b"] {
+                    log.expect(log.ordered("a:1", "b:2"), "one drain ran them out of registration order: \(log.events)")
+                }
+                // Drains sent after the bodies ran find nothing; run them, then let the queue go.
+                while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
+                log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
+                domain.queue = nil
+            }
+            return run
+        }
+    }
+
+    /// The domain of `isolated-queue-drain`: its queue and the drains it ran.
+    ///
+    /// - Note: `@unchecked Sendable`: touched only by the thread that holds the explorer's token
+    ///   (and the driving thread between schedules).
+    final class ExploreDomain: @unchecked Sendable {
+        var queue: _IsolatedQueue?
+        var drains = 0
+        var drainOf: [String: Int] = [:]
     }
 
     // MARK: - Executors and references for the scenarios
