@@ -58,7 +58,7 @@ extension Future {
             _FutureCore.cancelAndReleaseUpstream(upstream)
         }
         if let stack {
-            if stack == core.embeddedNode, _CallbackNode._nextField(stack).pointee == nil,
+            if stack == core.embeddedNode, _exploreReadLink(stack) == nil,
                 let trampoline = _Trampoline.enterIfIdle()
             {
                 // The one registration is the embedded one (the common case: a single callback or

@@ -96,6 +96,7 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     final func _arm(_ fire: @escaping Fire) {
         assert(!_isArmed, "FastFuture: armed a node that was armed")
+        _exploreWrite(_fireField)  // with `_isArmed`: one datum for the explorer
         _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
         _isArmed = true
     }
@@ -104,7 +105,9 @@ internal class _CallbackNode: @unchecked Sendable {
     /// holds). Called by the node's owner, on an armed node.
     @inlinable
     final func _disarm() -> Fire {
+        _exploreRead(_fireField)
         assert(_isArmed, "FastFuture: ran a node that was not armed")
+        _exploreWrite(_fireField)
         _isArmed = false
         return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
     }
@@ -129,6 +132,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = reversed
             reversed = raw
@@ -147,6 +151,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             if raw == embeddedNode {
@@ -171,6 +176,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             // The embedded node is never a cancel handler (`_OnCancel` is not embeddable).
@@ -183,6 +189,7 @@ internal class _CallbackNode: @unchecked Sendable {
                 continue
             }
             if let tail = restTail {
+                _exploreWrite(_nextField(tail))
                 _nextField(tail).pointee = raw
             } else {
                 restHead = raw
@@ -199,6 +206,7 @@ internal class _CallbackNode: @unchecked Sendable {
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
+            _exploreRead(link)
             current = link.pointee
             link.pointee = nil
             if raw != embeddedNode {

@@ -165,6 +165,7 @@ internal struct _FutureCore {
             #if FF_EXPLORE
                 // Exploration builds (scripts/explore): each round lets the explorer run another thread.
                 ff_explore_spin()
+                spins &= 63  // and is the yield: never 65, so no `sched_yield` system call (its time)
             #endif
             spins += 1
             if spins > 64 { sched_yield() }
@@ -222,6 +223,7 @@ internal struct _FutureCore {
     @inlinable
     func fireEmbedded(_ future: UnsafeRawPointer?) {
         let field = embeddedFire
+        _exploreRead(field)  // with the slot: one datum for the explorer
         // Debug builds check the invariant: an empty field is zero (the init's, or the one left
         // below), so a second fire traps instead of calling the moved-out function again.
         assert(field.load(as: UInt.self) != 0, "FastFuture: ran the embedded node while it was empty")
@@ -242,7 +244,7 @@ internal struct _FutureCore {
     /// Called by: the list's owner (the completer, or the trampoline running its queued item).
     @inlinable @inline(__always)
     func fireIfLoneEmbedded(_ list: UnsafeMutableRawPointer, future: AnyObject) -> Bool {
-        guard list == embeddedNode, _CallbackNode._nextField(list).pointee == nil else { return false }
+        guard list == embeddedNode, _exploreReadLink(list) == nil else { return false }
         fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
         return true
     }
@@ -346,6 +348,7 @@ internal struct _FutureCore {
         var current = seen ?? ff_atomic_word_load_acquire(state)
         while true {
             if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
+            _exploreWrite(raw + _Layout.objectHeaderSize)
             _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
             // release (CAS success): publishes the node's fields, including `_next`, to the
             // acquire that will take the stack (`publish`).
@@ -362,6 +365,7 @@ internal struct _FutureCore {
         defer { mutex.unlock() }
         let current = ff_atomic_word_load_relaxed(state)
         if Self.refusesPush(current, isCancelHandler: isCancelHandler) { return current }
+        _exploreWrite(raw + _Layout.objectHeaderSize)
         _CallbackNode._nextField(raw).pointee = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
         ff_atomic_word_store_relaxed(state, UInt(bitPattern: raw) | (current & _State.flagMask))
         return nil

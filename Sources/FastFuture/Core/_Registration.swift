@@ -67,6 +67,7 @@ extension _Registration {
     @inlinable @inline(__always)
     static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
         let node = unsafeDowncast(node, to: _SlotNode.self)
+        _exploreRead(node._slot)
         let registration = node._slot.assumingMemoryBound(to: Self.self).move()
         guard let future else { return }
         registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
@@ -92,6 +93,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     init<R: _Registration>(_ registration: consuming R) {
         self._slotWords = (0, 0, 0)
         super.init(isCancelHandler: R._isCancelHandler, fire: { R._fireSlotNode($0, $1) })
+        _exploreWrite(_slot)
         _slot.initializeMemory(as: R.self, to: registration)
     }
 
@@ -111,12 +113,15 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     @inlinable
     func _refill<R: _Registration>(with registration: consuming R) {
         assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
+        _exploreWrite(_slot)
         _slot.initializeMemory(as: R.self, to: registration)
         _arm({ R._fireSlotNode($0, $1) })
     }
 
     @inlinable
     deinit {
+        _exploreFree(_fireField)
+        _exploreFree(_slot)
         if _isArmed { _disarm()(self, nil) }
     }
 }
@@ -137,6 +142,7 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     @inlinable
     deinit {
         // Never ran: only the function to release (the registration goes with the node).
+        _exploreFree(_fireField)
         if _isArmed { _ = _disarm() }
     }
 
@@ -161,6 +167,7 @@ extension Future {
             let core = _core
             switch core.claimEmbedded() {
             case .claimed(let stateAfterClaim):
+                _exploreWrite(core.embeddedFire)  // with the slot: one datum for the explorer
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
                 core.embeddedFire.initializeMemory(
                     as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
@@ -170,6 +177,7 @@ extension Future {
                     "FastFuture: the embedded node is not 16-byte aligned")
                 guard let seen = core.push(node, isCancelHandler: false, seen: stateAfterClaim) else { return }
                 // Completed while we filled it: the completer did not take it; run it here, at once.
+                _exploreWrite(node + _Layout.objectHeaderSize)
                 _CallbackNode._nextField(node).pointee = nil
                 _Trampoline.run(.callbacks(node, future: self, cancelled: seen & _State.cancelled != 0))
                 return
@@ -195,6 +203,7 @@ extension Future {
         let raw = Unmanaged.passRetained(consume node).toOpaque()
         assert(UInt(bitPattern: raw) & _State.flagMask == 0, "FastFuture: a callback node is not 16-byte aligned")
         guard let seen = _core.push(raw, isCancelHandler: isCancelHandler, seen: stateSeen) else { return }
+        _exploreWrite(raw + _Layout.objectHeaderSize)
         _CallbackNode._nextField(raw).pointee = nil
         let cancelled = seen & _State.cancelled != 0
         if seen & _State.completed != 0 && (!isCancelHandler || cancelled) {

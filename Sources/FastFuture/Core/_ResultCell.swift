@@ -61,13 +61,15 @@ extension Future {
     /// without touching its reference count.
     @inlinable @inline(__always)
     internal static func _completedResult(ofUnretained future: UnsafeRawPointer) -> Result<Value, any Error> {
+        let cell = UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize + _ResultCell.offsetInFuture)
+            .assumingMemoryBound(to: _ResultCell.self)
         #if FF_EXPLORE
-            return Unmanaged<Future>.fromOpaque(future)._withUnsafeGuaranteedRef { $0._completedResult }
-        #else
-            return _completedResult(
-                in: UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize + _ResultCell.offsetInFuture)
-                    .assumingMemoryBound(to: _ResultCell.self))
+            // Exploration builds read the cell through the same address arithmetic as release
+            // builds, and record the read on that address (the one `_storeResult` records its write
+            // on, if the offset is right: a wrong one reads another cell, and the checks see it).
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), cell, 0)
         #endif
+        return _completedResult(in: cell)
     }
 
     @inlinable @inline(__always)

@@ -74,7 +74,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     private var bodiesDrained = 0
     private var drains = 0
 
-    private init() {}
+    init(submitDrain: (@Sendable () -> Void)? = nil) { self.submitDrain = submitDrain }
 
     // MARK: Domains
 

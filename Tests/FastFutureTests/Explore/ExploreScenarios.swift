@@ -132,7 +132,12 @@
     }
 
     extension ExploreScenario {
-        static let all: [ExploreScenario] = [
+        /// Every scenario, in the order the suite runs them: one list per file (a file of
+        /// scenarios declares its own list, added here).
+        static let all: [ExploreScenario] = core + coverage
+
+        /// The core's first scenarios (this file).
+        static let core: [ExploreScenario] = [
             claimVsClaim, completeVsCancel, pushVsPublish, twoRegistrantsVsPublish, lateRegistration,
             waiterVsPublish, waiterGivesUpVsPublish, awaitCancelledVsSucceed, awaitCancelledVsCancel,
             cancellingValueVsSucceed, chainCancelVsCompletion, flatMapBothEnds,

@@ -18,10 +18,14 @@
 // Happens-before: alongside, the harness keeps a vector clock per thread and a release clock per
 // atomic word, following the C11 rules for the orderings each operation names (an acquire that
 // reads a release, or a release sequence of read-modify-writes, joins the writer's clock; relaxed
-// operations and futex calls order nothing). A future's result is annotated as plain data
-// (`FF_EXPLORE_DATA_READ`/`WRITE`): a read that does not happen after the write is reported as a
-// data race - on every explored interleaving, not only on those a ThreadSanitizer run meets. It
-// does not explore the weak outcomes themselves (a load returning a stale value).
+// operations and futex calls order nothing). A future's result and the core's raw fields (callback
+// links, fire words and armed flags, slots: `_exploreRead`/`_exploreWrite`) are annotated as plain
+// data (`FF_EXPLORE_DATA_READ`/`WRITE`): a read that does not happen after the write is reported
+// as a data race - on every explored interleaving, not only on those a ThreadSanitizer run meets.
+// It does not explore the weak outcomes themselves (a load returning a stale value).
+//
+// A crash inside a schedule (a trap: an assertion, a bad pointer) is reported as a failure of the
+// scenario and schedule that was running, with the schedule so far to replay (`ExploreCrash`).
 #if FF_EXPLORE
     import AtomicsShim
     import Dispatch
@@ -225,17 +229,21 @@
             case done
         }
 
-        let index: Int
+        /// Its place in the schedule it runs now (a pooled thread runs many schedules, one by one).
+        var index = 0
         let semaphore = DispatchSemaphore(value: 0)
         var status = Status.runnable
         var condition: (() -> Bool)?
         var spins = false
         var body: (() -> Void)?
-        var pthread: pthread_t?
 
-        init(index: Int, body: @escaping () -> Void) {
+        /// Prepares the thread to run `body` as thread `index` of the next schedule.
+        func assign(index: Int, body: @escaping () -> Void) {
             self.index = index
             self.body = body
+            status = .runnable
+            condition = nil
+            spins = false
         }
 
         var isEnabled: Bool {
@@ -300,7 +308,10 @@
 
         /// The calling scenario thread gives the scheduler a choice, and returns once it runs again.
         func reschedule(from me: ExploreThread) {
-            let enabled = threads.filter(\.isEnabled).map(\.index)
+            // A loop, not `filter`/`map` with key paths: this runs at every operation, in a debug build.
+            var enabled: [Int] = []
+            enabled.reserveCapacity(threads.count)
+            for thread in threads where thread.isEnabled { enabled.append(thread.index) }
             if enabled.isEmpty {
                 if threads.allSatisfy({ $0.status == .done }) {
                     running = nil
@@ -444,8 +455,11 @@
             case FF_EXPLORE_DATA_READ:
                 if let write = lastWrites[address], write.thread != thread, clocks[thread][write.thread] < write.time {
                     let race =
-                        "data race: T\(thread) read a future's result without happening after T\(write.thread)'s write"
+                        "data race: T\(thread) read core data (a result, or a raw field: a link, fire words, a slot) without happening after T\(write.thread)'s write"
                     if !races.contains(race) { races.append(race) }
+                    if ProcessInfo.processInfo.environment["FF_EXPLORE_RACE_STACK"] != nil {
+                        print("RACE at \(address):\n" + Thread.callStackSymbols.prefix(14).joined(separator: "\n"))
+                    }
                 }
             default:
                 lastWrites[address] = nil
@@ -495,15 +509,16 @@
             steps = 0
             outcome = .finished
             message = ""
-            threads = bodies.enumerated().map { ExploreThread(index: $0.offset, body: $0.element) }
+            threads = bodies.enumerated().map { index, body in
+                let thread = idle.popLast() ?? Self.spawn()
+                thread.assign(index: index, body: body)
+                return thread
+            }
             clocks = threads.map { thread in (0..<threads.count).map { $0 == thread.index ? 1 : 0 } }
             releaseClocks = [:]
             lastWrites = [:]
             races = []
             running = nil
-            for thread in threads {
-                thread.pthread = Self.spawn(thread)
-            }
             // The first choice: every thread is enabled, none is running.
             let first = strategy.choose(
                 ExploreChoicePoint(
@@ -518,40 +533,84 @@
                 return .hang
             }
             if outcome == .finished {
-                for thread in threads {
-                    if let pthread = thread.pthread { pthread_join(pthread, nil) }
-                }
                 if let dfs = strategy as? DFSStrategy, dfs.diverged {
                     fail(.diverged, "the scenario is not deterministic: a replayed schedule took another path")
                 }
             }
             let result = outcome
             if result == .finished {
+                // Every thread ran to its end and went back to waiting on its semaphore (or is on
+                // its way there, touching nothing): the next schedule reuses them.
+                idle += threads
                 threads = []
             }
-            // Else the stuck threads stay parked, holding what they hold.
+            // Else the stuck threads stay parked, holding what they hold, and leave the pool.
             return result
         }
 
-        static func spawn(_ thread: ExploreThread) -> pthread_t {
+        /// Threads that finished their schedule, waiting for the next. Reusing them, instead of a
+        /// new pthread per thread and schedule, saves the creation, the join and the first touch of
+        /// a new stack's pages (kernel time) on every schedule.
+        var idle: [ExploreThread] = []
+
+        /// A new pooled thread: it waits for its semaphore, runs the body it was assigned as its
+        /// schedule's thread, reports that it is done, and waits again.
+        static func spawn() -> ExploreThread {
+            let thread = ExploreThread()
             let box = Unmanaged.passRetained(thread).toOpaque()
             var handle = pthread_t()
             let rc = pthread_create(
                 &handle, nil,
                 { raw in
                     let thread = Unmanaged<ExploreThread>.fromOpaque(raw!).takeRetainedValue()
-                    thread.semaphore.wait()
-                    ff_explore_set_thread_explored(true)
-                    thread.body?()
-                    thread.body = nil
-                    ff_explore_set_thread_explored(false)
-                    thread.status = .done
-                    ExploreRuntime.shared.reschedule(from: thread)
-                    return nil
+                    while true {
+                        thread.semaphore.wait()
+                        ff_explore_set_thread_explored(true)
+                        thread.body?()
+                        thread.body = nil
+                        ff_explore_set_thread_explored(false)
+                        thread.status = .done
+                        ExploreRuntime.shared.reschedule(from: thread)
+                    }
                 }, box)
             precondition(rc == 0, "explorer: pthread_create failed (\(rc))")
-            return handle
+            pthread_detach(handle)
+            return thread
         }
+    }
+
+    /// Reports a crash (a trap, a bad access) in the middle of a schedule as that schedule's
+    /// failure, in the suite's format, before the process dies: a planted bug or a real one that
+    /// crashes instead of breaking an invariant is still a found bug, with its replay.
+    enum ExploreCrash {
+        /// "FAIL <scenario> <variant> (schedule N, <strategy>)" of the schedule running now, and its
+        /// replay command ("--seed S" for a seeded one; a DFS or replayed one adds the schedule so
+        /// far); set by the driver before each schedule. Touched by the driving thread between
+        /// schedules, and read by the crashing thread.
+        nonisolated(unsafe) static var current: (heading: String, replay: String, seeded: Bool)?
+
+        /// Installs the handlers once (SIGILL and SIGTRAP: Swift's traps; SIGSEGV, SIGBUS, SIGABRT).
+        static let install: Void = {
+            for sig in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGABRT] {
+                signal(sig) { sig in
+                    // Not async-signal-safe (it formats strings): the process is dying, and every
+                    // other scenario thread is parked on its semaphore.
+                    if let current = ExploreCrash.current {
+                        let trace = exploreFormat(ExploreRuntime.shared.trace)
+                        let replay = current.seeded ? current.replay : "\(current.replay) --schedule '\(trace)'"
+                        let text = """
+                            \(current.heading): crashed (signal \(sig)) - see the fatal error above
+                              schedule: \(trace)
+                              replay:   \(replay)
+
+                            """
+                        _ = text.withCString { write(1, $0, strlen($0)) }
+                    }
+                    signal(sig, SIG_DFL)
+                    raise(sig)
+                }
+            }
+        }()
     }
 
     /// What scenario code calls.

@@ -11,6 +11,8 @@
 //   FF_EXPLORE_SCHEDULE   replay this list of choices ("0*3,1*2,0" = 0,0,0,1,1,0) and nothing else
 //   FF_EXPLORE_SCENARIO   only this scenario; FF_EXPLORE_VARIANT: only this variant
 //   FF_EXPLORE_KEEP_GOING 1: after a failure, go on with the other strategies' schedules
+//   FF_EXPLORE_RACE_STACK set: print the call stack of each racing read (symbolize the offsets
+//                         with llvm-symbolizer --obj=<the .xctest>)
 #if FF_EXPLORE
     import Dispatch
     @testable import FastFuture
@@ -106,6 +108,13 @@
             let runtime = ExploreRuntime.shared
             let liveBefore = ExplorePayload.live
             var run: ExploreRun? = scenario.make(variant)
+            let prefix = "scripts/explore --scenario \(scenario.name) --variant \(variant)"
+            let seed = (strategy as? RandomStrategy)?.seed ?? (strategy as? PCTStrategy)?.seed
+            ExploreCrash.current = (
+                "FAIL \(scenario.name) \(variant) (schedule \(schedules), \(label))",
+                seed.map { "\(prefix) --seed \($0)" } ?? prefix, seed != nil
+            )
+            defer { ExploreCrash.current = nil }
             let outcome = runtime.run(run!.threads, strategy: strategy, stepBudget: 20_000)
             let trace = runtime.trace
             if pctSteps == nil, strategy is DFSStrategy || strategy is ReplayStrategy { pctSteps = trace.count }
@@ -211,6 +220,7 @@
             arguments: ExploreScenario.all, FutureVariant.allCases)
         func explore(scenario: ExploreScenario, variant: FutureVariant) {
             let config = ExploreConfig.current
+            ExploreCrash.install
             guard scenario.variants.contains(variant) else { return }  // the futex mutex: `.locked` only
             if let only = config.scenario, only != scenario.name { return }
             if let only = config.variant, only != "\(variant)" { return }
