@@ -235,6 +235,21 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         for group in batch { group.clear() }
     }
 
+    /// Runs every body that is ready, now, on the domain - and those that they make ready - until
+    /// none is ready (`IsolatedWork` in FastFutureTesting: NIO's `EmbeddedEventLoop.run()` for
+    /// isolated bodies). A drain already submitted to the domain finds nothing left, later.
+    ///
+    /// - Returns: The number of bodies run.
+    func drainUntilIdle() -> Int {
+        var ran = 0
+        while true {
+            let count = lock.withLock { ready.reduce(0) { $0 + $1.count } }
+            if count == 0 { return ran }
+            ran += count
+            drain()
+        }
+    }
+
     /// For tests: the bodies the drains of this queue have handled, the drains that ran, and the
     /// groups pending now.
     internal var statistics: (bodiesDrained: Int, drains: Int, pendingGroups: Int) {
