@@ -243,11 +243,16 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     func drainUntilIdle() -> Int {
         var ran = 0
         while true {
-            let count = lock.withLock { ready.reduce(0) { $0 + $1.count } }
+            let count = readyBodies
             if count == 0 { return ran }
             ran += count
             drain()
         }
+    }
+
+    /// The bodies that are ready (their future is complete) and wait for a drain.
+    var readyBodies: Int {
+        lock.withLock { ready.reduce(0) { $0 + $1.count } }
     }
 
     /// For tests: the bodies the drains of this queue have handled, the drains that ran, and the
