@@ -83,35 +83,52 @@ extension Future {
         // Read before `body` moves into the task. (Through a generic function: reading
         // `.isolation` of a `sending` parameter directly crashes Swift 6.3's SILGen.)
         let bodyIsolation = _isolation(of: body)
-        // `isolatedStart` takes `body`'s isolation as an `isolated` parameter, so the task's
+        // `_startTask` takes `body`'s isolation as an `isolated` parameter, so the task's
         // operation - a closure that captures that parameter - is isolated to the same actor,
         // and `Task.init` enqueues it directly on that actor's executor (as `Task { }` does with
         // `body` itself). Calling a function with an `isolated` parameter from here would need
-        // an `await` (a hop to the actor), although `isolatedStart` touches no isolated state:
-        // it only makes a task. So it is called through a cast that drops `isolated` - the
+        // an `await` (a hop to the actor), although `_startTask` touches no isolated state: it
+        // only makes a task. So it is called through a cast that drops `isolated` - the
         // standard library's `Actor.assumeIsolated` makes the same cast: an `isolated`
-        // parameter has the ABI of a plain one.
-        let isolatedStart: (isolated (any Actor)?) -> Task<Void, Never> = { isolation in
-            Task(priority: priority) {
-                _ = isolation  // captured: the operation is isolated to it
-                let result: Result<Value, any Error>
-                do {
-                    // `body` is isolated to `isolation`, where this runs: no hop.
-                    result = .success(try await body())
-                } catch {
-                    result = .failure(error)
-                }
-                // Loses, and is ignored, if the future was cancelled first.
-                future._complete(result)
-            }
-        }
-        let start = unsafeBitCast(isolatedStart, to: (((any Actor)?) -> Task<Void, Never>).self)
-        let task = start(bodyIsolation)
+        // parameter has the ABI of a plain one. (A static function, not a local closure: no
+        // context to allocate.)
+        let start = unsafeBitCast(_startTask as _IsolatedTaskStarter, to: _TaskStarter.self)
+        let task = start(bodyIsolation, priority, future, body)
         // Nobody else has the future yet, so it cannot be cancelled before this registration.
         // The handler runs only if a cancel wins over the task's completion, and is released
         // as soon as the future completes either way.
         Promise(_future: future, file: #fileID, line: #line).onCancel { task.cancel() }
         return future
+    }
+
+    private typealias _TaskBody = @isolated(any) () async throws -> Value
+    private typealias _IsolatedTaskStarter = (
+        isolated (any Actor)?, TaskPriority?, Future<Value>, sending @escaping _TaskBody
+    ) -> Task<Void, Never>
+    private typealias _TaskStarter = (
+        (any Actor)?, TaskPriority?, Future<Value>, sending @escaping _TaskBody
+    ) -> Task<Void, Never>
+
+    /// Starts the task of ``task(priority:variant:_:)``, isolated to `isolation` (`body`'s
+    /// own). Touches no isolated state: `task` calls it, through a cast, from any context.
+    private static func _startTask(
+        _ isolation: isolated (any Actor)?,
+        _ priority: TaskPriority?,
+        _ future: Future<Value>,
+        _ body: sending @escaping _TaskBody
+    ) -> Task<Void, Never> {
+        Task(priority: priority) {
+            _ = isolation  // captured: the operation is isolated to it
+            let result: Result<Value, any Error>
+            do {
+                // `body` is isolated to `isolation`, where this runs: no hop.
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            // Loses, and is ignored, if the future was cancelled first.
+            future._complete(result)
+        }
     }
 }
 
