@@ -17,7 +17,10 @@ let package = Package(
         // Swift 6 language mode, nonisolated by default: isolation is spelled out.
         .executableTarget(
             name: "ViewModelDemo",
-            dependencies: [.product(name: "FastFuture", package: "FastFuture")],
+            dependencies: [
+                .product(name: "FastFuture", package: "FastFuture"),
+                .product(name: "FastFutureTesting", package: "FastFuture"),  // IsolatedWork
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every declaration is on the main actor unless it says otherwise (the default for new

@@ -197,3 +197,26 @@ internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
         self.value = value
     }
 }
+
+// MARK: - Makers isolated to an actor (`all(_:maxConcurrent:on:)`, `retry(...on:...)`)
+
+extension Future {
+    /// A `@Sendable` maker, callable from any thread, that calls `make` on the actor of `queue`:
+    /// it returns a future that follows, there, the future `make` returns (cancelling it cancels
+    /// that future once there is one, or skips `make` before).
+    ///
+    /// - Parameters:
+    ///   - queue: The actor's queue (see `_IsolatedQueue.queue(for:)`).
+    ///   - variant: The variant of the returned futures.
+    ///   - make: The maker, formed in the actor's isolation; called only by the queue's drain.
+    /// - Returns: The maker to hand to FastFuture's drivers.
+    internal static func _onActor<Input: Sendable>(
+        _ queue: _IsolatedQueue,
+        variant: FutureVariant,
+        _ make: _ActorIsolated<(Input) -> Future<Value>>
+    ) -> @Sendable (Input) -> Future<Value> {
+        { input in
+            Future<Input>.succeeded(input, variant: variant)._isolatedStep(_FlatMapBody { make.value($0) }, queue)
+        }
+    }
+}

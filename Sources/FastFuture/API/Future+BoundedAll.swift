@@ -49,4 +49,40 @@ extension Future {
         driver.start(first: first)
         return promise.future
     }
+
+    /// ``all(_:maxConcurrent:)`` for makers that use an actor's state: each maker is called on
+    /// `actor`, so inside an actor the makers may call its own methods.
+    ///
+    /// ```swift
+    /// actor UserStore {
+    ///     func user(_ id: Int) -> Future<User> { ... }          // uses the actor's state
+    ///     func users(_ ids: [Int]) -> Future<[User]> {
+    ///         Future.all(ids.map { id in { self.user(id) } }, maxConcurrent: 2, on: self)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - makers: Each makes (starts) one input, on `actor`. Called at most once each, in order.
+    ///     They need not be `Sendable`: they belong to the actor.
+    ///   - maxConcurrent: The most inputs in flight at once; at least 1.
+    ///   - actor: The actor the makers run on; the caller must be isolated to it (`self` in an
+    ///     actor's method, `MainActor.shared` on the main actor).
+    /// - Returns: As ``all(_:maxConcurrent:)`` (a `.lockFree` future).
+    /// - Note: Every maker runs later, as a body of the actor (see
+    ///   ``whenComplete(on:_:)-(Actor,_)``), never inside this call: each costs a hop to the
+    ///   actor and a small future that follows the maker's future. Cancelling the result before
+    ///   a maker has run skips it.
+    public static func all(
+        _ makers: [() -> Future<Value>],
+        maxConcurrent: Int,
+        on actor: isolated any Actor
+    ) -> Future<[Value]> {
+        let queue = _IsolatedQueue.queue(for: actor)
+        let sendable: [@Sendable () -> Future<Value>] = makers.map { maker in
+            let onActor = _onActor(queue, variant: .lockFree, _ActorIsolated<(Int) -> Future<Value>>({ _ in maker() }))
+            return { onActor(0) }
+        }
+        return all(sendable, maxConcurrent: maxConcurrent)
+    }
 }

@@ -175,4 +175,34 @@ extension Future {
         return _isolatedStep(
             _AlwaysBody { result in MainActor.assumeIsolated { body(result) } }, _IsolatedQueue.mainActor)
     }
+
+    /// Runs `body` on the main actor, later, and returns a future of its result.
+    ///
+    /// ```swift
+    /// @MainActor func snapshot() -> Future<String> {
+    ///     Future.run(on: .mainActor) { self.formatter.format(self.items) }  // main-actor state
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: `.mainActor`.
+    ///   - variant: The synchronization variant (default `.lockFree`).
+    ///   - body: The work, isolated to the main actor. Its return value completes the future; if
+    ///     it throws, the future fails with that error.
+    /// - Returns: A future of `body`'s result, completed on the main actor after `body` returned.
+    /// - Note: `body` runs on the main queue after this call returns (never inside it, also on the
+    ///   main actor). If the future is cancelled before `body` starts, `body` does not run.
+    public static func run(
+        on executor: MainActorExecutor,
+        variant: FutureVariant = .lockFree,
+        _ body: @escaping @MainActor () throws -> Value
+    ) -> Future<Value> {
+        let future = Future(_variant: variant, result: nil)
+        executor.execute {
+            // Cancelled while queued: skip the work.
+            guard !future.isComplete else { return }
+            future._complete(Result { try MainActor.assumeIsolated { try body() } })
+        }
+        return future
+    }
 }

@@ -154,6 +154,49 @@ extension Future {
             shouldRetry, make)
     }
 
+    /// ``retry(attempts:delay:backoff:variant:while:_:)`` for a maker that uses an actor's state:
+    /// `make` is called on `actor`, so inside an actor it may call the actor's own methods.
+    ///
+    /// ```swift
+    /// actor Uploader {
+    ///     var sent = 0
+    ///     func send() -> Future<Receipt> { sent += 1; return api.upload(...) }
+    ///     func upload() -> Future<Receipt> {
+    ///         Future.retry(attempts: 3, delay: .milliseconds(200), on: self) { _ in self.send() }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - attempts: The most attempts to make; at least 1.
+    ///   - delay: The wait after the first failed attempt (default: none).
+    ///   - backoff: How the wait grows (default ``RetryBackoff/constant``: always `delay`).
+    ///   - variant: The synchronization variant of the returned future (default `.lockFree`).
+    ///   - actor: The actor `make` runs on; the caller must be isolated to it.
+    ///   - shouldRetry: Called with the error of each failed attempt but the last; returning
+    ///     `false` stops retrying (default: always retry). Not isolated: it must be `Sendable`.
+    ///   - make: Starts attempt number `attempt` (1-based) on `actor` and returns its future. It
+    ///     need not be `Sendable`: it belongs to the actor.
+    /// - Returns: As ``retry(attempts:delay:backoff:variant:while:_:)``.
+    /// - Note: Traps if `attempts < 1`. Every call of `make` runs later, as a body of the actor
+    ///   (see ``whenComplete(on:_:)-(Actor,_)``), never inside this call: each costs a hop to the
+    ///   actor and a small future that follows the attempt's future. Cancelling the retry
+    ///   cancels the attempt in flight, or skips a `make` that has not run yet.
+    public static func retry(
+        attempts: Int,
+        delay: Duration = .zero,
+        backoff: RetryBackoff = .constant,
+        variant: FutureVariant = .lockFree,
+        on actor: isolated any Actor,
+        while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
+        _ make: @escaping (_ attempt: Int) -> Future<Value>
+    ) -> Future<Value> {
+        let onActor = _onActor(_IsolatedQueue.queue(for: actor), variant: variant, _ActorIsolated(make))
+        return _retry(
+            attempts: attempts, delay: delay, backoff: backoff, makeTimer: nil, variant: variant, shouldRetry,
+            onActor)
+    }
+
     /// The timer maker of a retry on `clock`: `nil` for `ContinuousClock` and `SuspendingClock` (FastFuture's timer
     /// threads, exactly as without a clock).
     private static func _timerMaker<C: Clock>(

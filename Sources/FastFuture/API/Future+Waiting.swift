@@ -19,12 +19,20 @@ extension Future {
     ///   complete future; but it hangs if the future can only be completed by something that
     ///   runs after the current callback returns - a later callback of the same completion
     ///   (registered after the running one on the same future), or the thread itself.
+    ///   On the main thread (the main actor), it blocks every main-actor body: a future that
+    ///   needs one (a chain with an `on: .mainActor` step) never completes there. Debug builds
+    ///   trap with a message when main-actor bodies have been ready for 2 seconds while `wait()`
+    ///   blocks the main queue; release builds hang.
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
     public func wait() throws -> Value {
         if let result = _peekRunningQueuedWork() { return try result.get() }
         let waiter = _ThreadWaiter()
         if _WaiterList.insert(waiter, core: _core) != nil {
-            waiter.semaphore.wait()
+            #if DEBUG
+                _blockingWaitThatDiagnosesAStarvedMainActor(waiter.semaphore)
+            #else
+                waiter.semaphore.wait()
+            #endif
         }
         return try _completedAfterWaiting().get()
     }
@@ -157,3 +165,41 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
     guard !overflow, !overflow2, nanos < Int64(Int.max / 2) else { return .distantFuture }
     return .now() + .nanoseconds(Int(max(nanos, 1)))
 }
+
+#if DEBUG
+    /// The main queue, marked so that `wait()` can tell it blocks it (the main actor's executor).
+    private let _mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    /// Debug builds: `wait()`'s block. Off the main queue, a plain wait. On it, the wait cannot
+    /// end if the future needs a main-actor body (an `on: .mainActor` step): those run on the
+    /// main queue, which this wait blocks. So it waits in slices, and traps with a message once
+    /// main-actor bodies have been ready - their future complete - for 2 seconds without this
+    /// wait ending: they cannot run before it returns (a future that needs them never completes).
+    ///
+    /// - Parameter semaphore: The waiter's semaphore, signalled by the completer.
+    internal func _blockingWaitThatDiagnosesAStarvedMainActor(_ semaphore: DispatchSemaphore) {
+        guard DispatchQueue.getSpecific(key: _mainQueueKey) == true else {
+            semaphore.wait()
+            return
+        }
+        var starvedSlices = 0
+        while semaphore.wait(timeout: .now() + .milliseconds(250)) == .timedOut {
+            let ready = _IsolatedQueue.mainActor.readyBodies
+            starvedSlices = ready > 0 ? starvedSlices + 1 : 0
+            if starvedSlices >= 8 {
+                fatalError(
+                    """
+                    FastFuture: wait() is blocking the main actor (the main queue), and \(ready) main-actor \
+                    bodies ('on: .mainActor') have been ready to run for 2 seconds: they cannot run until \
+                    wait() returns, so if this future needs one of them it never completes. Await it instead \
+                    ('try await future.value', from an async context), or wait off the main thread. \
+                    (This check runs in debug builds.)
+                    """)
+            }
+        }
+    }
+#endif

@@ -76,6 +76,12 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             derived._complete(result)
             return
         }
+        if inner === derived || derived._isWaitedOn(by: inner) {
+            // It would complete with itself: fail it rather than leave it pending forever
+            // (see `_isWaitedOn(by:)` and `FutureCycleError`).
+            derived._complete(.failure(FutureCycleError()))
+            return
+        }
         guard derived._replaceUpstream(with: inner) else {
             // The derived future completed meanwhile. Nothing but the step completes it
             // normally, so it was cancelled: pass that on to the inner future.

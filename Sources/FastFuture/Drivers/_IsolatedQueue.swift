@@ -235,6 +235,26 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         for group in batch { group.clear() }
     }
 
+    /// Runs every body that is ready, now, on the domain - and those that they make ready - until
+    /// none is ready (`IsolatedWork` in FastFutureTesting: NIO's `EmbeddedEventLoop.run()` for
+    /// isolated bodies). A drain already submitted to the domain finds nothing left, later.
+    ///
+    /// - Returns: The number of bodies run.
+    func drainUntilIdle() -> Int {
+        var ran = 0
+        while true {
+            let count = readyBodies
+            if count == 0 { return ran }
+            ran += count
+            drain()
+        }
+    }
+
+    /// The bodies that are ready (their future is complete) and wait for a drain.
+    var readyBodies: Int {
+        lock.withLock { ready.reduce(0) { $0 + $1.count } }
+    }
+
     /// For tests: the bodies the drains of this queue have handled, the drains that ran, and the
     /// groups pending now.
     internal var statistics: (bodiesDrained: Int, drains: Int, pendingGroups: Int) {

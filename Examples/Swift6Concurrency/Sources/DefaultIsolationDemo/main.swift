@@ -33,12 +33,23 @@ final class OrderScreen {  // main actor by default
         text.whenSuccess(on: .mainActor) { self.lines.append($0) }
         return text.recover(on: .mainActor) { error in "error: \(error)" }
     }
+
+    /// `Future.task` inherits the main actor here too: the body may use `self`.
+    func total(_ ids: [Int]) -> Future<Int> {
+        Future.task {
+            var cents = 0
+            for id in ids { cents += try await fetchOrder(id: id).value.cents }
+            self.lines.append("total \(cents)")
+            return cents
+        }
+    }
 }
 
 let screen = OrderScreen()
 let shown = try await screen.show(5).value
 try await Future.succeeded(()).map(on: .mainActor) {}.value
-guard shown == "order 5: 12.50", screen.lines == [shown] else {
+let total = try await screen.total([1, 2]).value
+guard shown == "order 5: 12.50", total == 750, screen.lines == [shown, "total 750"] else {
     print("FAILED: \(shown) \(screen.lines)")
     exit(1)
 }

@@ -3,6 +3,7 @@
 
 import Dispatch
 import FastFuture
+import FastFutureTesting
 
 struct User: Sendable, Equatable {
     let id: Int
@@ -43,6 +44,33 @@ final class ProfileViewModel {
         }
         return title
     }
+
+    /// `Future.task` is `Task { }`: written here, its body runs on the main actor and may use
+    /// `self` and the non-Sendable formatter.
+    func refresh(id: Int) -> Future<Void> {
+        Future.task {
+            MainActor.assertIsolated()
+            let user = try await fetchUser(id: id).value
+            self.title = self.formatter.format(user)
+        }
+    }
+
+    /// A `@MainActor` body run later on the main queue, with main-actor state.
+    func snapshot() -> Future<String> {
+        Future.run(on: .mainActor) { self.events.joined(separator: ",") }
+    }
+}
+
+/// A view model whose bodies a test settles with `IsolatedWork.runMainActor()`.
+@MainActor
+final class ShoutingViewModel {
+    var state = "idle"
+    let name: Future<String>
+    init(name: Future<String>) { self.name = name }
+    func start() {
+        state = "loading"
+        name.map(on: .mainActor) { $0.uppercased() }.whenSuccess(on: .mainActor) { self.state = $0 }
+    }
 }
 
 // MARK: - An actor
@@ -70,6 +98,26 @@ actor UserCache {
     }
 
     func cached(_ id: Int) -> User? { users[id] }
+
+    /// Makers that call this actor's own methods: `on: self`.
+    func users(_ ids: [Int]) -> Future<[User]> {
+        Future.all(ids.map { id in { self.user(id) } }, maxConcurrent: 2, on: self)
+    }
+
+    /// A retry whose maker uses the actor: `on: self`.
+    func reload(_ id: Int) -> Future<User> {
+        Future.retry(attempts: 3, on: self) { _ in
+            self.users[id] = nil
+            return self.user(id)
+        }
+    }
+
+    /// `Future { promise in }` runs its body at once, in the caller's isolation: here, the actor.
+    func placeholder(_ id: Int) -> Future<User> {
+        Future { promise in
+            if let user = self.users[id] { promise.succeed(user) } else { promise.fail(CancellationError()) }
+        }
+    }
 }
 
 // MARK: - Non-Sendable state moved into task and run bodies
@@ -112,6 +160,33 @@ func main() async throws {
     check(try await viaTask.value == "task:user-3", "task")
     check(try await viaRun.value == "run:user-3", "run")
 
+    // Future.task in a @MainActor method, an explicit @MainActor body, a top-level body.
+    try await model.refresh(id: 8).value
+    check(model.title == "@user-8", "refresh \(model.title)")
+    let explicit = Future<Int>.task { @MainActor in
+        MainActor.assertIsolated()
+        return model.events.count
+    }
+    check(try await explicit.value == 2, "explicit @MainActor body")
+    check(try await topLevelLine.value == ">user-1", "top-level Future.task")
+    check(try await model.snapshot().value == "loaded 7,title", "run(on: .mainActor)")
+
+    // An actor's makers use its own methods.
+    let several = try await cache.users([4, 5, 6]).value
+    check(several.map(\.id) == [4, 5, 6], "all(maxConcurrent:on:)")
+    check(try await cache.reload(4).value.id == 4, "retry(on:)")
+    check(try await cache.placeholder(5).value.id == 5, "Future { } in an actor")
+
+    // A test settles main-actor bodies deterministically.
+    for _ in 0..<100 {
+        let promise = Promise<String>()
+        let shouting = ShoutingViewModel(name: promise.future)
+        shouting.start()
+        promise.succeed("ada")
+        IsolatedWork.runMainActor()
+        check(shouting.state == "ADA", "IsolatedWork.runMainActor: \(shouting.state)")
+    }
+
     // Cancelling the awaiting task cancels a request awaited with `cancellingValue`.
     let slow = Promise<User>()
     let consumer = Task { try await slow.future.cancellingValue }
@@ -126,5 +201,11 @@ func main() async throws {
 #elseif canImport(Darwin)
     import Darwin
 #endif
+
+// Top-level code in main.swift is on the main actor: a `Future.task` body here may use
+// top-level values, as `Task { }`'s may (the README's example).
+let topLevelFormatter = NameFormatter()
+topLevelFormatter.prefix = ">"
+let topLevelLine = Future.task { topLevelFormatter.format(try await fetchUser(id: 1).value) }
 
 try await main()
