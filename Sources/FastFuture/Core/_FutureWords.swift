@@ -32,11 +32,16 @@ internal struct _FutureWords {
     @usableFromInline var waiters: ff_atomic_word
     @usableFromInline var lockWord: _LockStorage
     @usableFromInline let isLocked: Bool
-    /// The three bytes after `isLocked`, up to the next word: named and zeroed, so that the
-    /// compiler initializes the fields after them with plain stores. Left as padding, they were
+    /// The embedded node's interest in the result (an `_Interest` value, see
+    /// `_FutureCore.withdraw`): `_Interest.observer` (0) from the init; set by the node's owner,
+    /// before its push, for a registration of another kind. Raw memory to the code (reached by
+    /// offset), like the node's other fields.
+    @usableFromInline var embeddedInterest: UInt8
+    /// The two bytes after, up to the next word: named and zeroed, so that the compiler
+    /// initializes the fields after them with plain stores. Left as padding, they were
     /// undefined, and the compiler built the whole embedded node in a stack temporary and copied
     /// it into every new future (about 10 instructions a future).
-    @usableFromInline let _padding: (UInt8, UInt8, UInt8)
+    @usableFromInline let _padding: (UInt8, UInt8)
     /// The embedded node, which the first registration can take instead of a node of its own
     /// (see `_State`): its stack link...
     @usableFromInline var embeddedNext: UnsafeMutableRawPointer?
@@ -60,7 +65,8 @@ internal struct _FutureWords {
         self.waiters = ff_atomic_word_make(0)
         self.lockWord = .unlocked
         self.isLocked = variant == .locked
-        self._padding = (0, 0, 0)
+        self.embeddedInterest = 0
+        self._padding = (0, 0)
         self.embeddedNext = nil
         self.embeddedFire = (0, 0)
         self.embeddedSlot = (0, 0, 0)
