@@ -45,7 +45,7 @@ struct LosersFirstCornerTests {
             let combined = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
             let waiterSaw = DispatchSemaphore(value: 0)
             let callbackSawWaiter = LockedBox<Bool?>(nil)
-            loser.future.map { $0 }.whenFailure { _ in
+            loser.future.whenFailure { _ in
                 let seen = waiterSaw.wait(timeout: .now() + 2) == .success
                 callbackSawWaiter.withLock { $0 = seen }
             }

@@ -111,10 +111,15 @@ struct LosersFirstTests {
         let l = Promise<Int>(variant: variant)
         let y = Promise<Int>(variant: variant)
         let z = Promise<Int>(variant: variant)
+        // The outer race's loser `l` decides the inner race through its `onCancel` handler,
+        // which cancels the inner race's input `lInner`: `l` itself is not shared, as a race
+        // leaves a loser that another consumer still wants to it (see SharedCancellationTests).
+        let lInner = Promise<Int>(variant: variant)
         l.onCancel { outerHandlers.ran("l") }
+        l.onCancel { lInner.future.cancel() }
         y.onCancel { innerHandlers.ran("y") }
         z.onCancel { innerHandlers.ran("z") }
-        let inner = Future.race([l.future, y.future.map { $0 }, z.future])
+        let inner = Future.race([lInner.future, y.future.map { $0 }, z.future])
         innerRace.withLock { $0 = inner }
         let outerFuture = Future.race([w.future, l.future])
         outer.withLock { $0 = outerFuture }
@@ -363,13 +368,22 @@ extension StackSafetyTests {
         TestThreads.run(1, stackSize: Self.stackSize) { _ in
             let handled = LockedBox(0)
             let promises = (0...Self.deepRaces).map { _ in Promise<Int>(variant: variant) }
-            for promise in promises { promise.onCancel { handled.withLock { $0 += 1 } } }
+            // Each race's first input, cancelled by the `onCancel` handler of the promise that the
+            // race before it gives up on (a race leaves a loser that another race still wants to
+            // it: see SharedCancellationTests, so the promises themselves are not shared).
+            let links = (0..<Self.deepRaces).map { _ in Promise<Int>(variant: variant) }
+            for (index, promise) in promises.enumerated() {
+                promise.onCancel {
+                    handled.withLock { $0 += 1 }
+                    if index < links.count { links[index].future.cancel() }
+                }
+            }
             let winner = Promise<Int>(variant: variant)
             let top = Future.race([winner.future, promises[0].future])
-            // race i: promise i (cancelled by race i-1's decision, which decides race i) vs
-            // promise i+1 (its loser).
+            // race i: link i (cancelled once race i-1 gave up on promise i, which decides race i)
+            // vs promise i+1 (its loser).
             let races = (0..<Self.deepRaces).map { index in
-                Future.race([promises[index].future, promises[index + 1].future.map { $0 }])
+                Future.race([links[index].future, promises[index + 1].future.map { $0 }])
             }
             winner.succeed(5)
             let cancelled = races.filter { $0.peek()?.failureValue is CancellationError }.count

@@ -101,8 +101,15 @@ struct SeedScenarioTests {
         for index in 0..<5 { promises[0].future.whenSuccess { _ in order.append(index) } }
         promises[3].succeed(3)
         #expect(try any.peek()?.get() == 3, "any: the first filled")
-        #expect(promises[0].isCancelled, "race cancels the losers")
-        #expect(all.peek()?.failureValue is CancellationError, "so all() fails fast with the cancellation")
+        // Shared inputs: race leaves its losers to all() and both, which still want them.
+        #expect(!promises[0].isCancelled, "race leaves a loser that others want")
+        #expect(!all.isComplete && !both.isComplete)
+        all.cancel()
+        #expect(!promises[0].isCancelled, "both still wants promises[0]")
+        #expect(promises[2].isCancelled, "nobody else wants promises[2]")
+        both.cancel()
+        #expect(promises[0].isCancelled, "the last consumer gone: cancelled")
+        #expect(all.peek()?.failureValue is CancellationError)
         #expect(both.peek()?.failureValue is CancellationError)
         #expect(order.snapshot.isEmpty)
 

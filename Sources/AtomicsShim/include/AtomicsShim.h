@@ -342,7 +342,9 @@ typedef struct ff_future_words {
   ff_atomic_word waiters;
   ff_lock_storage lockWord;
   bool isLocked;
-  uint8_t _padding[3];
+  /// The embedded node's interest in the result (`_Interest`, see Core/_Withdraw.swift).
+  uint8_t embeddedInterest;
+  uint8_t _padding[2];
 #if FF_32_BIT
   /// 32-bit targets: puts `embeddedNext` where the embedded node's address is 16-byte aligned.
   uint8_t _padding32[4];

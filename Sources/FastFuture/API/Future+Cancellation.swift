@@ -7,7 +7,12 @@ extension Future {
     /// 2. runs its promise's `onCancel` handlers, exactly once;
     /// 3. forwards the request upstream: a future made by `map`/`flatMap`/`recover`/... cancels
     ///    its source (and the inner future a `flatMap` is waiting on), a combinator's future its
-    ///    pending inputs, a ``task(priority:variant:_:)`` future its `Task`.
+    ///    pending inputs, a ``task(priority:variant:_:)`` future its `Task`. A request forwarded
+    ///    like this cancels a source only when nothing else still wants its result - no other
+    ///    pending derived future, undecided combinator or waiter - so one consumer of a shared
+    ///    future leaves the others alone; the last one to give up cancels it (its `onCancel`
+    ///    handlers run once). `cancel()` called on a future itself always cancels it. See
+    ///    <doc:Cancellation>, "Shared sources".
     ///
     /// On a completed future it does nothing.
     ///

@@ -71,18 +71,13 @@ extension Future {
     ///   on a future nobody else references still run; a long-lived pending source cascaded to
     ///   many short-lived promises keeps each of them (and its result) until it completes.
     public func cascade(to promise: Promise<Value>) {
-        whenComplete { result in
-            if case .failure(let error) = result, error is CancellationError {
-                promise.future.cancel()
-            } else {
-                promise.tryComplete(result)
-            }
-        }
+        _register(_CascadeLink(promise: promise))
         // Weak: `promise`'s future must not keep a pending source alive that nothing else does
         // (such a source could never complete anyway). The handler is released when `promise`'s
-        // future completes, whichever way.
+        // future completes, whichever way. Forwarded (see `_withdraw`): a source that others
+        // still want is left to them.
         promise.onCancel { [weak self] in
-            self?.cancel()
+            self?._withdraw()
         }
     }
 }
@@ -157,6 +152,26 @@ extension Future {
         map { value in
             guard let value else { throw error() }
             return value
+        }
+    }
+}
+
+/// What `cascade(to:)` registers on its source: completes the promise like the source (a
+/// `CancellationError` cancels it). Its interest in the source's result (see `_Interest`) is the
+/// promise's future's, the first word of `promise`: once that future is cancelled, the link
+/// no longer wants the source.
+internal struct _CascadeLink<Value: Sendable>: _Registration {
+    let promise: Promise<Value>
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.derived }
+
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
+        if case .failure(let error) = result, error is CancellationError {
+            promise.future.cancel()
+        } else {
+            promise.tryComplete(result)
         }
     }
 }

@@ -76,14 +76,16 @@ extension Future {
             // Cancel first, and run what that starts (urgently: not the work queued before);
             // a source that completed meanwhile was in time.
             // The timeout's future is made afterwards, already failed: nothing to deliver.
-            var outcome = _ClaimOutcome.lostToCompletion
+            // Forwarded: a source that others still want is left to them (see `_withdraw`).
+            var outcome = _WithdrawOutcome.lostToCompletion
             let ranAll = _Trampoline.runUrgently {
-                outcome = _complete(.failure(CancellationError()), byCancel: true)
+                outcome = _withdraw()
             } thenDeliver: {
             }
-            guard case .won = outcome else {
-                _core.awaitPublished()
-                return Future(_variant: variant, result: _completedResult)
+            switch outcome {
+            case .cancelled: break
+            case .wanted: return Future(_variant: variant, result: .failure(FutureTimeoutError()))
+            case .lostToCancel, .lostToCompletion: return Future(_variant: variant, result: _completedResult)
             }
             if ranAll { return Future(_variant: variant, result: .failure(FutureTimeoutError())) }
             // Made inside urgent work (an `onCancel` handler of a race's loser, say): fail once
@@ -96,7 +98,7 @@ extension Future {
         // and the reference is dropped as soon as it completes.
         let derived = Future(_variant: variant, result: nil, upstream: self)
         guard !duration._isNever else {
-            whenComplete { result in derived._complete(result) }
+            _register(_Forward(derived: derived))
             return derived
         }
         // The timer strongly holds both futures until it fires or is cancelled, so that the
@@ -105,12 +107,7 @@ extension Future {
         timer.start()
         // Registered after the timer started: if this future is already complete by now, the
         // callback cancels the timer (a cancel that never comes would leave it to fire).
-        whenComplete { result in
-            // Whoever stops the timer delivers the result: this callback if it cancelled the
-            // timer in time; otherwise the timer has fired, and `_timeoutFired` delivers (this
-            // may be the cancellation that the timer itself made).
-            if timer.cancel() { derived._complete(result) }
-        }
+        _register(_TimeoutWatch(derived: derived, timer: timer))
         return derived
     }
 
@@ -126,14 +123,16 @@ extension Future {
         // `runUrgently` - at top level (a timer thread) and inside a callback (a manual clock
         // advanced from one) alike - then the failure is delivered, then the source's other
         // callbacks run.
-        var outcome = _ClaimOutcome.lostToCompletion
+        // Forwarded, giving up this timeout's own interest (`derived`, still pending): a source
+        // that others still want is left to them, and the timeout fails all the same.
+        var outcome = _WithdrawOutcome.lostToCompletion
         let delivered = _Trampoline.runUrgently {
-            outcome = _complete(.failure(CancellationError()), byCancel: true)
+            outcome = _withdraw(excluding: derived)
         } thenDeliver: {
             _deliverTimeout(outcome, to: derived)
         }
         if !delivered {
-            if case .won = outcome {
+            if case .cancelled = outcome {
                 _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
             } else {
                 _deliverTimeout(outcome, to: derived)
@@ -142,12 +141,14 @@ extension Future {
     }
 
     /// Completes a timeout's future once its source's cancellation is done: with
-    /// `FutureTimeoutError` if that cancellation (`outcome`) won, else like the source, which
+    /// `FutureTimeoutError` if that cancellation (`outcome`) won or the source was left to its
+    /// other consumers, else like the source, which
     /// another thread completed (or cancelled) just now.
-    internal func _deliverTimeout(_ outcome: _ClaimOutcome, to derived: Future<Value>) {
-        if case .won = outcome {
+    internal func _deliverTimeout(_ outcome: _WithdrawOutcome, to derived: Future<Value>) {
+        switch outcome {
+        case .cancelled, .wanted:
             derived._complete(.failure(FutureTimeoutError()))
-        } else {
+        case .lostToCancel, .lostToCompletion:
             _core.awaitPublished()
             derived._complete(_completedResult)
         }

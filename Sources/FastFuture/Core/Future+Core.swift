@@ -43,9 +43,18 @@ extension Future {
     @inlinable @inline(__always)
     @discardableResult
     internal func _complete(_ result: Result<Value, any Error>, byCancel: Bool = false) -> _ClaimOutcome {
-        let core = _core
-        let outcome = core.claim(byCancel: byCancel)
+        let outcome = _core.claim(byCancel: byCancel)
         guard case .won = outcome else { return outcome }
+        _completeClaimed(result, byCancel: byCancel)
+        return .won
+    }
+
+    /// The rest of `_complete`, once the claim is won (by `_complete`, or by a withdrawal:
+    /// `_withdraw`): writes the result, publishes, wakes the waiters, forwards a cancellation,
+    /// runs the callbacks.
+    @inlinable @inline(__always)
+    internal func _completeClaimed(_ result: Result<Value, any Error>, byCancel: Bool) {
+        let core = _core
         _storeResult(result)
         let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
         // Waiters first: they wait for the result, not for the callbacks.
@@ -75,7 +84,6 @@ extension Future {
         if !byCancel, upstream != _Upstream.none {
             _FutureCore.releaseUpstream(upstream)
         }
-        return .won
     }
 
 }
@@ -107,13 +115,15 @@ extension _FutureCore {
 /// Something a cancellation can be forwarded to: a future, or a combinator's state.
 @usableFromInline
 internal protocol _Cancellable: AnyObject {
-    /// Delivers a cancellation request that came from a future derived from this one.
+    /// Delivers a cancellation request that came from a future derived from this one (a future
+    /// cancels itself only if nothing else wants its result: see `Future._withdraw`).
     func _cancelFromDownstream()
 }
 
 extension Future: _Cancellable {
     @usableFromInline
     internal func _cancelFromDownstream() {
-        cancel()
+        // Forwarded: cancels only if nobody else wants this future's result (see `_withdraw`).
+        _withdraw()
     }
 }

@@ -46,14 +46,16 @@ internal class _CallbackNode: @unchecked Sendable {
 
     /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
     @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
-    /// `true` for an `onCancel` handler: it runs only when the future is cancelled, and is
-    /// dropped unrun when the future completes any other way.
-    @usableFromInline final let _isCancelHandler: Bool
+    /// What the registration's interest in the result is (an `_Interest` value, read only by a
+    /// forwarded cancellation's scan: see `_FutureCore.withdraw`). `_Interest.cancelHandler` for
+    /// an `onCancel` handler: it runs only when the future is cancelled, and is dropped unrun
+    /// when the future completes any other way.
+    @usableFromInline final let _interest: UInt8
     /// Whether the node holds its fire function in `_fireWords` (and, a `_SlotNode`, its
     /// registration in its slot): from the init, or a `flatMap` step's re-arming (see `_Step`),
     /// until its runner takes the function out to run it (`_disarm`). A node released armed
     /// never ran: its deinit destroys what it holds. Kept in the padding after
-    /// `_isCancelHandler`, so that a slot node is 72 bytes (malloc's 80-byte class).
+    /// `_interest`, so that a slot node is 72 bytes (malloc's 80-byte class).
     @usableFromInline @exclusivity(unchecked) final var _isArmed: Bool
     /// What running this node does (a `_FireBox`), in raw memory while `_isArmed`: taken out,
     /// not copied, to run it, so that neither the run nor the node's deinit retains or releases
@@ -64,9 +66,9 @@ internal class _CallbackNode: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) final var _fireWords: _NodeFireWords
 
     @inlinable
-    init(isCancelHandler: Bool, fire: @escaping Fire) {
+    init(interest: UInt8, fire: @escaping Fire) {
         self._next = nil
-        self._isCancelHandler = isCancelHandler
+        self._interest = interest
         self._isArmed = false
         #if _pointerBitWidth(_32)
             self._fireWords = .zero
@@ -76,8 +78,12 @@ internal class _CallbackNode: @unchecked Sendable {
         _arm(fire)
     }
 
+    /// Whether this is an `onCancel` handler's node.
+    @inlinable
+    final var _isCancelHandler: Bool { _interest == _Interest.cancelHandler }
+
     /// Where `_fireWords` is, from the object's address: after the header, `_next` and
-    /// `_isCancelHandler`/`_isArmed` (padded to a word). Checked against the runtime in
+    /// `_interest`/`_isArmed` (padded to a word). Checked against the runtime in
     /// LayoutTests.
     @inlinable
     static var fireOffset: Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }

@@ -14,6 +14,10 @@ internal struct _Forward<Value: Sendable>: _Registration {
     @inlinable
     static var _embeddable: Bool { true }
 
+    /// Wants the result while `derived` (its first stored property) is unclaimed.
+    @inlinable
+    static var _interest: UInt8 { _Interest.derived }
+
     @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         derived._complete(result)

@@ -129,7 +129,14 @@ internal struct _FutureCore {
         // reads nothing but the flag bits of the word itself.
         var current = ff_atomic_word_load_relaxed(state)
         while true {
-            if current & _State.claimed != 0 { return Self.lostOutcome(current) }
+            // One test for both bits (as cheap as testing CLAIMED alone): CANCELLED without
+            // CLAIMED is a forwarded cancellation's scan in progress (`withdraw`), which this
+            // claim waits out; it is never seen otherwise.
+            if current & (_State.claimed | _State.cancelled) != 0 {
+                if current & _State.claimed != 0 { return Self.lostOutcome(current) }
+                current = awaitScan()
+                continue
+            }
             let cas = ff_atomic_word_cmpxchg_weak_relaxed_relaxed(state, current, current | flags)
             if cas.succeeded { return .won }
             current = cas.found
@@ -247,6 +254,14 @@ internal struct _FutureCore {
         guard list == embeddedNode, _exploreReadLink(list) == nil else { return false }
         fireEmbedded(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
         return true
+    }
+
+    /// The embedded node's interest byte (`_FutureWords.embeddedInterest`; written by the node's
+    /// owner before its push, read by a forwarded cancellation's scan of the stack).
+    @inlinable
+    var embeddedInterest: UnsafeMutablePointer<UInt8> {
+        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedInterest).unsafelyUnwrapped)
+            .assumingMemoryBound(to: UInt8.self)
     }
 
     /// The embedded node's registration storage (owned by the node's owner).

@@ -18,6 +18,10 @@ internal protocol _Registration: Sendable {
     /// `true` for an `onCancel` handler (see `_CallbackNode._isCancelHandler`).
     static var _isCancelHandler: Bool { get }
 
+    /// What this kind's interest in the source's result is, for a forwarded cancellation's scan
+    /// (an `_Interest` value; see `_FutureCore.withdraw`).
+    static var _interest: UInt8 { get }
+
     /// Runs the registration with the source's result. `node` is the heap node it was kept in,
     /// which the registration may reuse (a `flatMap` step follows its inner future with it), or
     /// `nil` if it had none (the embedded node, or a queue of the caller's).
@@ -27,6 +31,9 @@ internal protocol _Registration: Sendable {
 extension _Registration {
     @inlinable
     static var _isCancelHandler: Bool { false }
+
+    @inlinable
+    static var _interest: UInt8 { _isCancelHandler ? _Interest.cancelHandler : _Interest.observer }
 
     /// Whether a value of this type fits in the embedded slot (folded to a constant when
     /// specialized).
@@ -92,7 +99,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     @inlinable
     init<R: _Registration>(_ registration: consuming R) {
         self._slotWords = (0, 0, 0)
-        super.init(isCancelHandler: R._isCancelHandler, fire: { R._fireSlotNode($0, $1) })
+        super.init(interest: R._interest, fire: { R._fireSlotNode($0, $1) })
         _exploreWrite(_slot)
         _slot.initializeMemory(as: R.self, to: registration)
     }
@@ -136,7 +143,7 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     @inlinable
     init(_ registration: R) {
         self.registration = registration
-        super.init(isCancelHandler: R._isCancelHandler, fire: { _Node<R>._fireNode($0, $1) })
+        super.init(interest: R._interest, fire: { _Node<R>._fireNode($0, $1) })
     }
 
     @inlinable
@@ -169,6 +176,10 @@ extension Future {
             case .claimed(let stateAfterClaim):
                 _exploreWrite(core.embeddedFire)  // with the slot: one datum for the explorer
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
+                // The embedded node's interest byte is 0 (`_Interest.observer`) from the init, and
+                // the node is claimed once: only the other kinds store theirs (folded away for a
+                // callback). Published with the node by the push's release.
+                if R._interest != _Interest.observer { core.embeddedInterest.pointee = R._interest }
                 core.embeddedFire.initializeMemory(
                     as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode

@@ -7,7 +7,8 @@ import AtomicsShim
 ///                             nodes are 16-byte aligned, which leaves the 4 bits below free
 ///     bit 3        EMBEDDED   the embedded node has an owner: the registration that set this bit
 ///     bit 2        COMPLETED  the result is published
-///     bit 1        CANCELLED  the claim's winner is a cancellation (never set without CLAIMED)
+///     bit 1        CANCELLED  the claim's winner is a cancellation; without CLAIMED: the scan bit
+///                             of a forwarded cancellation (`_FutureCore.withdraw`)
 ///     bit 0        CLAIMED    a completer has won the claim; only it writes the result
 ///
 ///     Promise(), a derived future                           Future.succeeded(_:), .failed(_:)
@@ -18,7 +19,11 @@ import AtomicsShim
 ///            └──┘                         └──┘
 ///      push, set EMBEDDED           push, set EMBEDDED
 ///
-///     claim         CAS; exactly one winner: a completion, or a cancellation (then CANCELLED too)
+///     claim         CAS; exactly one winner: a completion, or a cancellation (then CANCELLED too);
+///                   waits while the scan bit is set (`awaitScan`)
+///     scan          CAS PENDING -> PENDING + CANCELLED, by a forwarded cancellation only (`withdraw`):
+///                   it reads the stack and waiters under it, then clears it (someone else
+///                   wants the result) or CASes it to CLAIMED + CANCELLED (a claim, as `cancel()`'s)
 ///     publish       exchange, by the claim's winner only: sets COMPLETED, takes the whole stack
 ///                   (HEAD becomes 0, EMBEDDED 0); the word never changes again
 ///     push          CAS: a node onto the stack; refused once COMPLETED (an `onCancel` handler's

@@ -29,6 +29,10 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
     @inlinable
     static var _embeddable: Bool { Executor.self == InlineExecutor.self && Body._embeddable }
 
+    /// Wants the source's result while `derived` (its first stored property) is unclaimed.
+    @inlinable
+    static var _interest: UInt8 { _Interest.derived }
+
     @inlinable
     func run(with result: Result<Body.Input, any Error>, node: _CallbackNode?) {
         if Executor.self != InlineExecutor.self, body.passedOn(result) == nil {
@@ -84,8 +88,9 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
         guard derived._replaceUpstream(with: inner) else {
             // The derived future completed meanwhile. Nothing but the step completes it
-            // normally, so it was cancelled: pass that on to the inner future.
-            inner.cancel()
+            // normally, so it was cancelled: pass that on to the inner future (forwarded: it
+            // cancels it only if nobody else wants it).
+            inner._withdraw()
             return
         }
         if let node {

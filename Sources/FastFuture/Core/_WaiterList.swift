@@ -239,6 +239,29 @@ internal enum _WaiterList {
         }
     }
 
+    /// Whether a waiter holds a slot (see `_Interest`): seq_cst loads of the list's words only,
+    /// never the lock - a `.locked` caller holds the future's lock already (`withdrawLocked`),
+    /// which orders these loads with every slot change. Segments are never freed while the
+    /// future lives, and the caller holds it.
+    ///
+    /// Called by: a withdrawal's scan (`_FutureCore.withdraw`).
+    static func hasWaiter(core: _FutureCore) -> Bool {
+        var word = ff_atomic_word_load_seq_cst(core.waiters)
+        while word > fired {
+            let segment = Unmanaged<_WaiterSegment>.fromWord(word).takeUnretainedValue()
+            var found = false
+            word = segment.withUnsafeMutablePointers { header, slots in
+                for index in 0..<header.pointee.capacity where ff_atomic_word_load_seq_cst(slots + index) > fired {
+                    found = true
+                    break
+                }
+                return ff_atomic_word_load_seq_cst(&header.pointee.next)
+            }
+            if found { return true }
+        }
+        return false
+    }
+
     /// For tests: how many slots the list has, and how many hold a waiter (relaxed loads: a
     /// snapshot, exact only while nobody waits or gives up concurrently).
     static func counts(core: _FutureCore) -> (capacity: Int, occupied: Int) {

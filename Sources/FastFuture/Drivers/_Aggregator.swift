@@ -25,6 +25,11 @@ internal struct _Input<Sink: _InputSink>: _Registration {
     @inlinable
     static var _embeddable: Bool { true }
 
+    /// Wants the input's result while the aggregator (`sink`, its first stored property) is
+    /// undecided (`_taken` is `untaken`).
+    @inlinable
+    static var _interest: UInt8 { _Interest.combinator }
+
     @inlinable
     func run(with result: Result<Sink.Input, any Error>, node: _CallbackNode?) {
         sink._input(index, result)
@@ -245,7 +250,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         // Cancelling runs the inputs' callbacks, which may report here: by then the token is
         // taken, and a report does nothing but count down.
         for index in 0..<count where index != winner {
-            inputs[index].cancel()
+            inputs[index]._withdraw()
         }
         releaseInputs()
     }
@@ -257,7 +262,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     func _decide() {
         let delivered = _Trampoline.runUrgently {
             for other in 0..<count where other != winner {
-                inputs[other].cancel()
+                inputs[other]._withdraw()
             }
         } thenDeliver: {
             _deliver()
@@ -298,7 +303,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
             cancelAndReleaseInputs(except: -1)
         case Self.decided:
             // The decider is cancelling them (or has): make sure they are before returning.
-            for index in 0..<count { inputs[index].cancel() }
+            for index in 0..<count { inputs[index]._withdraw() }
         default:
             return
         }

@@ -42,18 +42,17 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         if result.isComplete { return }
         let future = make(number)
         guard result._replaceUpstream(with: future) else {
-            // The result was cancelled while `make` ran.
-            future.cancel()
+            // The result was cancelled while `make` ran: forwarded (see `Future._withdraw`),
+            // so an attempt that others share is left to them.
+            future._withdraw()
             return
         }
-        future.whenComplete { outcome in
-            // Runs through the trampoline: if `future` failed synchronously and this is
-            // nested in another attempt's callback, it is queued, not recursed into.
-            self.attemptDidComplete(number, outcome)
-        }
+        // Runs through the trampoline: if `future` failed synchronously and this is nested in
+        // another attempt's callback, it is queued, not recursed into.
+        future._register(_RetryWatch(result: result, driver: self, number: number))
     }
 
-    private func attemptDidComplete(_ number: Int, _ outcome: Result<Value, any Error>) {
+    fileprivate func attemptDidComplete(_ number: Int, _ outcome: Result<Value, any Error>) {
         if case .success = outcome {
             result._complete(outcome)
             return
@@ -89,5 +88,23 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         // Armed only now that cancelling the result reaches it; if it fired earlier, its
         // attempt's future would be replaced as the upstream by this timer.
         timer.start()
+    }
+}
+
+/// What a retry registers on an attempt: reports its outcome to the driver. Its interest in the
+/// attempt's result (see `_Interest`) is the retry's result future's: a cancellation of the
+/// result, forwarded to the attempt, cancels the attempt unless someone else wants it too.
+internal struct _RetryWatch<Value: Sendable>: _Registration {
+    /// First: the future a withdrawal's scan reads (`_Interest.derived`).
+    let result: Future<Value>
+    let driver: _RetryDriver<Value>
+    let number: Int
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.derived }
+
+    func run(with outcome: Result<Value, any Error>, node: _CallbackNode?) {
+        driver.attemptDidComplete(number, outcome)
     }
 }

@@ -143,7 +143,7 @@
             cancellingValueVsSucceed, chainCancelVsCompletion, flatMapBothEnds,
             combinatorVsCompletionAndCancel, firstVsCompletions, raceLosersFirst,
             lockedMutex,
-        ]
+        ] + sharedCancel
 
         /// Two completers: exactly one wins; every callback (the embedded one and a node) runs once
         /// with the winner's value; the winner sees its own value when it returns.

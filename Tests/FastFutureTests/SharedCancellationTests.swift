@@ -1,0 +1,412 @@
+import Dispatch
+@testable import FastFuture
+import FastFutureTesting
+import Foundation
+import Testing
+
+/// Shared sources: a cancellation *forwarded* upstream (from a derived future, a combinator, a
+/// timeout, a race or first loser, `cascade`) cancels a source only when nothing else still
+/// wants its result; `cancel()` on the source itself always cancels it (the contract's "Shared
+/// sources" paragraph; the rule of interest is in the Cancellation article).
+@Suite("Shared cancellation", .timeLimit(.minutes(2)))
+struct SharedCancellationTests {
+    // MARK: The cache example
+
+    @Test(arguments: FutureVariant.allCases)
+    func oneConsumerCancellingLeavesTheOtherConsumerAndTheSourceAlone(variant: FutureVariant) throws {
+        let promise = Promise<String>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let shared = promise.future
+        let screenA = shared.map { $0.uppercased() }
+        let screenB = shared.map { $0.lowercased() }
+        screenA.cancel()
+        #expect(screenA.peek()?.failureValue is CancellationError)
+        #expect(!shared.isComplete)
+        #expect(!promise.isCancelled)
+        promise.succeed("Ada")
+        #expect(try screenB.peek()?.get() == "ada")
+        #expect(cancels.value == 0)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func theLastConsumerCancellingCancelsTheSourceOnce(variant: FutureVariant) throws {
+        let promise = Promise<String>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let screenA = promise.future.map { $0.uppercased() }
+        let screenB = promise.future.map { $0.lowercased() }
+        screenA.cancel()
+        #expect(cancels.value == 0)
+        screenB.cancel()
+        #expect(promise.isCancelled)
+        #expect(cancels.value == 1)
+        screenA.cancel()
+        screenB.cancel()
+        #expect(cancels.value == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func theOrderOfTheWithdrawalsDoesNotMatter(variant: FutureVariant) throws {
+        // The first consumer's step sits in the source's embedded node, the others in nodes.
+        let promise = Promise<Int>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let consumers = (0..<4).map { offset in promise.future.map { $0 + offset } }
+        for consumer in consumers.reversed().dropLast() { consumer.cancel() }
+        #expect(cancels.value == 0)
+        consumers[0].cancel()
+        #expect(cancels.value == 1)
+        #expect(promise.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancelOnTheSourceItselfCancelsItOutright(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let consumerA = promise.future.map { $0 }
+        let consumerB = promise.future.map { $0 }
+        promise.future.cancel()
+        #expect(promise.isCancelled)
+        #expect(consumerA.peek()?.failureValue is CancellationError)
+        #expect(consumerB.peek()?.failureValue is CancellationError)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aSingleConsumerChainStillCancelsItsSource(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let end = promise.future.map { $0 + 1 }.flatMap { Future.succeeded($0) }.recover { _ in 0 }
+        end.cancel()
+        #expect(promise.isCancelled)
+        #expect(cancels.value == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aSharedLinkInTheMiddleOfAChainStopsTheForwarding(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let middle = promise.future.map { $0 + 1 }
+        let endA = middle.map { $0 * 2 }
+        let endB = middle.map { $0 * 3 }
+        endA.cancel()
+        #expect(!middle.isComplete)
+        #expect(!promise.isCancelled)
+        endB.cancel()
+        #expect(middle.peek()?.failureValue is CancellationError)
+        #expect(promise.isCancelled)
+    }
+
+    // MARK: What counts as interest
+
+    /// A `whenComplete`/`whenSuccess`/`whenFailure` callback observes: it is told of the
+    /// cancellation, and does not keep the source from it.
+    @Test(arguments: FutureVariant.allCases)
+    func aPlainCallbackObservesTheCancellationInsteadOfPreventingIt(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let seen = LockedBox<[String]>([])
+        promise.future.whenSuccess { seen.append("value \($0)") }
+        promise.future.whenFailure { seen.append($0 is CancellationError ? "cancelled" : "failed") }
+        promise.future.map { $0 }.cancel()
+        #expect(promise.isCancelled)
+        #expect(seen.snapshot == ["cancelled"])
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func anOnCancelHandlerIsNoInterest(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        promise.onCancel { cancels.increment() }
+        promise.future.map { $0 }.cancel()
+        #expect(promise.isCancelled)
+        #expect(cancels.value == 2)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aBlockedWaiterKeepsTheSourceWanted(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let derived = promise.future.map { $0 }
+        let got = LockedBox<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            got.withLock { $0 = try? promise.future.wait() }
+            done.signal()
+        }.start()
+        TestThreads.spin { _WaiterList.counts(core: promise.future._core).occupied == 1 }
+        derived.cancel()
+        #expect(!promise.isCancelled)
+        promise.succeed(9)
+        done.wait()
+        #expect(got.snapshot == 9)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aWaiterThatTimedOutIsNoInterest(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let derived = promise.future.map { $0 }
+        #expect(throws: FutureTimeoutError.self) { try promise.future.wait(timeout: .milliseconds(1)) }
+        derived.cancel()
+        #expect(promise.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func anAwaitWhoseTaskWasCancelledIsNoInterest(variant: FutureVariant) async {
+        let promise = Promise<Int>(variant: variant)
+        let derived = promise.future.map { $0 }
+        let task = Task { try await promise.future.value }
+        // The awaiting task takes a slot; cancelling it gives the slot back.
+        while _WaiterList.counts(core: promise.future._core).occupied == 0 { await Task.yield() }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(_WaiterList.counts(core: promise.future._core).occupied == 0)
+        derived.cancel()
+        #expect(promise.isCancelled)
+    }
+
+    // MARK: Combinators, timeout, cascade, flatMap
+
+    @Test(arguments: FutureVariant.allCases)
+    func aRaceLeavesASharedLoserToItsOtherConsumers(variant: FutureVariant) throws {
+        let shared = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        let consumer = shared.future.map { $0 * 10 }
+        let race = Future.race([shared.future, other.future])
+        other.succeed(1)
+        #expect(try race.peek()?.get() == 1)
+        #expect(!shared.isCancelled)
+        shared.succeed(2)
+        #expect(try consumer.peek()?.get() == 20)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aRaceStillCancelsALoserNobodyElseWants(variant: FutureVariant) throws {
+        let loser = Promise<Int>(variant: variant)
+        let winner = Promise<Int>(variant: variant)
+        let race = Future.race([loser.future, winner.future])
+        winner.succeed(1)
+        #expect(try race.peek()?.get() == 1)
+        #expect(loser.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func firstLeavesASharedLoserToItsOtherConsumers(variant: FutureVariant) throws {
+        let shared = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        let consumer = shared.future.flatMap { Future.succeeded($0 + 1) }
+        let first = Future.first([shared.future, other.future])
+        other.succeed(1)
+        #expect(try first.peek()?.get() == 1)
+        #expect(!shared.isCancelled)
+        shared.succeed(3)
+        #expect(try consumer.peek()?.get() == 4)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func twoRacesOverOneInputCancelItOnlyWhenBothAreDecided(variant: FutureVariant) throws {
+        let shared = Promise<Int>(variant: variant)
+        let winnerA = Promise<Int>(variant: variant)
+        let winnerB = Promise<Int>(variant: variant)
+        let raceA = Future.race([shared.future, winnerA.future])
+        let raceB = Future.race([shared.future, winnerB.future])
+        winnerA.succeed(1)
+        #expect(raceA.isComplete && !raceB.isComplete)
+        #expect(!shared.isCancelled)
+        winnerB.succeed(2)
+        #expect(shared.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingAnAllLeavesASharedInputAlone(variant: FutureVariant) throws {
+        let shared = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        let consumer = shared.future.map { $0 }
+        let all = Future.all([shared.future, other.future])
+        all.cancel()
+        #expect(other.isCancelled)
+        #expect(!shared.isCancelled)
+        consumer.cancel()
+        #expect(shared.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aTimeoutLeavesASharedSourceToItsOtherConsumers(variant: FutureVariant) throws {
+        let clock = ManualClock()
+        let promise = Promise<Int>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let consumer = promise.future.map { $0 + 1 }
+        let timed = promise.future.timeout(after: .seconds(1), clock: clock)
+        clock.advance(by: .seconds(1))
+        #expect(timed.peek()?.failureValue is FutureTimeoutError)
+        #expect(!promise.isCancelled)
+        promise.succeed(1)
+        #expect(try consumer.peek()?.get() == 2)
+        #expect(cancels.value == 0)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aTimeoutStillCancelsASourceNobodyElseWants(variant: FutureVariant) throws {
+        let clock = ManualClock()
+        let promise = Promise<Int>(variant: variant)
+        let timed = promise.future.timeout(after: .seconds(1), clock: clock)
+        clock.advance(by: .seconds(1))
+        #expect(timed.peek()?.failureValue is FutureTimeoutError)
+        #expect(promise.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingATimeoutFutureForwardsLikeAnyDerivedFuture(variant: FutureVariant) throws {
+        let clock = ManualClock()
+        let promise = Promise<Int>(variant: variant)
+        let consumer = promise.future.map { $0 }
+        let timed = promise.future.timeout(after: .seconds(1), clock: clock)
+        timed.cancel()
+        #expect(!promise.isCancelled)
+        consumer.cancel()
+        #expect(promise.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aZeroTimeoutLeavesASharedSourceAlone(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let consumer = promise.future.map { $0 }
+        let timed = promise.future.timeout(after: .zero)
+        #expect(timed.peek()?.failureValue is FutureTimeoutError)
+        #expect(!promise.isCancelled)
+        _ = consumer
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aFlatMapLeavesASharedInnerFutureAlone(variant: FutureVariant) throws {
+        let outer = Promise<Int>(variant: variant)
+        let inner = Promise<Int>(variant: variant)
+        let otherConsumer = inner.future.map { $0 }
+        let derived = outer.future.flatMap { _ in inner.future }
+        outer.succeed(1)
+        derived.cancel()
+        #expect(!inner.isCancelled)
+        otherConsumer.cancel()
+        #expect(inner.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cascadeLeavesASharedSourceAlone(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let target = Promise<Int>(variant: variant)
+        let consumer = source.future.map { $0 }
+        source.future.cascade(to: target)
+        target.future.cancel()
+        #expect(!source.isCancelled)
+        consumer.cancel()
+        #expect(source.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cascadeStillCancelsASourceNobodyElseWants(variant: FutureVariant) throws {
+        let source = Promise<Int>(variant: variant)
+        let target = Promise<Int>(variant: variant)
+        source.future.cascade(to: target)
+        target.future.cancel()
+        #expect(source.isCancelled)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func aRetryLeavesASharedAttemptAlone(variant: FutureVariant) throws {
+        let attempt = Promise<Int>(variant: variant)
+        let consumer = attempt.future.map { $0 }
+        let retried = Future.retry(attempts: 3) { _ in attempt.future }
+        retried.cancel()
+        #expect(!attempt.isCancelled)
+        consumer.cancel()
+        #expect(attempt.isCancelled)
+    }
+
+    // MARK: Races
+
+    /// Two last withdrawals at once: each cancels its own derived future, then scans for the
+    /// other's. Exactly one of them cancels the source, never neither.
+    @Test(arguments: FutureVariant.allCases)
+    func twoLastWithdrawalsAtOnceCancelTheSourceExactlyOnce(variant: FutureVariant) throws {
+        let rounds = Stress.rounds
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let cancels = (0..<rounds).map { _ in AtomicCount() }
+        for (promise, count) in zip(promises, cancels) { promise.onCancel { count.increment() } }
+        let consumers = promises.map { promise in (0..<2).map { _ in promise.future.map { $0 } } }
+        _ = TestThreads.race(2, over: rounds) { thread, index in consumers[index][thread].cancel() }
+        for index in 0..<rounds {
+            #expect(promises[index].isCancelled, "round \(index): the source was not cancelled")
+            #expect(cancels[index].load() == 1, "round \(index): onCancel ran \(cancels[index].load()) times")
+        }
+    }
+
+    /// A withdrawal races a completion while another consumer still wants the source: the
+    /// source is never cancelled, and the other consumer gets the value.
+    @Test(arguments: FutureVariant.allCases)
+    func aWithdrawalRacingACompletionNeverCancelsAWantedSource(variant: FutureVariant) throws {
+        let rounds = Stress.rounds
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let withdrawing = promises.map { $0.future.map { $0 } }
+        let staying = promises.map { $0.future.map { $0 + 1 } }
+        _ = TestThreads.race(2, over: rounds) { thread, index in
+            if thread == 0 { withdrawing[index].cancel() } else { promises[index].succeed(index) }
+        }
+        for index in 0..<rounds {
+            #expect(!promises[index].isCancelled)
+            #expect((try? staying[index].peek()?.get()) == index + 1)
+        }
+    }
+
+    /// A registration races the last withdrawal: the source is cancelled or not, and the new
+    /// registration sees that result exactly once; `onCancel` runs once if it was cancelled.
+    @Test(arguments: FutureVariant.allCases)
+    func aRegistrationRacingTheLastWithdrawalSeesOneConsistentResult(variant: FutureVariant) throws {
+        let rounds = Stress.rounds
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let cancels = (0..<rounds).map { _ in AtomicCount() }
+        for (promise, count) in zip(promises, cancels) { promise.onCancel { count.increment() } }
+        let withdrawing = promises.map { $0.future.map { $0 } }
+        let calls = (0..<rounds).map { _ in AtomicCount() }
+        let late = LockedBox<[Future<Int>?]>(Array(repeating: nil, count: rounds))
+        _ = TestThreads.race(3, over: rounds) { thread, index in
+            switch thread {
+            case 0: withdrawing[index].cancel()
+            case 1: promises[index].future.whenComplete { _ in calls[index].increment() }
+            default:
+                let mapped = promises[index].future.map { $0 }
+                late.withLock { $0[index] = mapped }
+            }
+        }
+        for (index, promise) in promises.enumerated() where !promise.future.isComplete {
+            promise.succeed(index)
+        }
+        for index in 0..<rounds {
+            let cancelled = promises[index].isCancelled
+            #expect(cancels[index].load() == (cancelled ? 1 : 0))
+            #expect(calls[index].load() == 1)
+            let mapped = late.snapshot[index]
+            #expect(mapped?.isComplete == true)
+            if !cancelled { #expect((try? mapped?.peek()?.get()) == index) }
+        }
+    }
+
+    // MARK: The layout the scan relies on
+
+    /// A withdrawal's scan finds a registration's future or aggregator at offset 0 of the
+    /// registration, and a heap node's registration at `_SlotNode.slotOffset` (a `_Node`'s too).
+    @Test func theScanFindsEachRegistrationsInterestWhereItLooks() {
+        #expect(MemoryLayout<_Step<_MapBody<Int, Int>, InlineExecutor>>.offset(of: \.derived) == 0)
+        #expect(MemoryLayout<_Forward<Int>>.offset(of: \.derived) == 0)
+        #expect(MemoryLayout<_Input<_Aggregator<Int, [Int]>>>.offset(of: \.sink) == 0)
+        #expect(MemoryLayout<_TimeoutWatch<Int, _TimerEntry>>.offset(of: \.derived) == 0)
+        #expect(MemoryLayout<_RetryWatch<Int>>.offset(of: \.result) == 0)
+        #expect(MemoryLayout<_CascadeLink<Int>>.offset(of: \.promise) == 0)
+        #expect(MemoryLayout<Promise<Int>>.offset(of: \.future) == 0)
+        let derived = Future<Int>(_variant: .lockFree, result: nil)
+        let node = _Node(_Forward(derived: derived))
+        let raw = Unmanaged.passUnretained(node).toOpaque()
+        #expect((raw + _SlotNode.slotOffset).load(as: UnsafeRawPointer.self) == UnsafeRawPointer(Unmanaged.passUnretained(derived).toOpaque()))
+        #expect(node._interest == _Interest.derived)
+        #expect(_SlotNode(_OnCancel<Int> {})._isCancelHandler)
+        withExtendedLifetime(node) {}
+    }
+}
