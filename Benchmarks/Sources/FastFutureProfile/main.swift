@@ -193,41 +193,65 @@ actor Registrar {
 
 /// `actors`: `count` live actors; a hop onto each registers one body on one pending future -
 /// `.inline` (the plain hop), then `whenComplete(on: self)` (the actor's isolated queue) - and
-/// the future completes. Prints each registration loop's time per actor and their ratio, measured
-/// in the same run (alternating, best of `rounds`), so that the machine's load moves both alike.
+/// the future completes. Two kinds of hop: one task awaiting each actor in turn (`sequential`:
+/// an idle actor is entered by switching, the cheapest hop there is), and a task per actor in a
+/// task group (`tasks`: each hop is a task scheduled on the actor, as when actors do their own
+/// work). Prints each registration loop's time per actor and the ratio of isolated to plain,
+/// measured in the same run (alternating, best of `roundsPerKind`), so that the machine's load
+/// moves both alike; the drains a round starts finish, untimed, before the next round.
 func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         let registrars = (0..<count).map { _ in Registrar() }
         let clock = ContinuousClock()
-        var best = (inline: Duration.seconds(1_000_000), isolated: Duration.seconds(1_000_000))
-        let rounds = 5
-        for _ in 0..<rounds {
-            let inlinePromise = Promise<Int>(variant: variant)
-            let inline = await clock.measure {
-                for registrar in registrars { await registrar.registerInline(on: inlinePromise.future) }
+        let roundsPerKind = 5
+        var rounds = 0  // isolated rounds completed: bodies each registrar has run
+        for kind in ["sequential", "tasks"] {
+            var best = (inline: Duration.seconds(1_000_000), isolated: Duration.seconds(1_000_000))
+            for _ in 0..<roundsPerKind {
+                let inlinePromise = Promise<Int>(variant: variant)
+                let inline = await clock.measure {
+                    if kind == "sequential" {
+                        for registrar in registrars { await registrar.registerInline(on: inlinePromise.future) }
+                    } else {
+                        await withTaskGroup(of: Void.self) { group in
+                            for registrar in registrars {
+                                group.addTask { await registrar.registerInline(on: inlinePromise.future) }
+                            }
+                        }
+                    }
+                }
+                inlinePromise.succeed(1)
+                let isolatedPromise = Promise<Int>(variant: variant)
+                let isolated = await clock.measure {
+                    if kind == "sequential" {
+                        for registrar in registrars { await registrar.registerIsolated(on: isolatedPromise.future) }
+                    } else {
+                        await withTaskGroup(of: Void.self) { group in
+                            for registrar in registrars {
+                                group.addTask { await registrar.registerIsolated(on: isolatedPromise.future) }
+                            }
+                        }
+                    }
+                }
+                isolatedPromise.succeed(1)
+                best = (min(best.inline, inline), min(best.isolated, isolated))
+                // Untimed: the drains this completion started finish before the next round.
+                rounds += 1
+                for registrar in registrars {
+                    while await registrar.bodiesRun < rounds { await Task.yield() }
+                }
             }
-            inlinePromise.succeed(1)
-            let isolatedPromise = Promise<Int>(variant: variant)
-            let isolated = await clock.measure {
-                for registrar in registrars { await registrar.registerIsolated(on: isolatedPromise.future) }
+            func perActor(_ duration: Duration) -> Double {
+                Double(duration.components.seconds) * 1e9 / Double(count)
+                    + Double(duration.components.attoseconds) / 1e9 / Double(count)
             }
-            isolatedPromise.succeed(1)
-            best = (min(best.inline, inline), min(best.isolated, isolated))
+            let inlineNs = perActor(best.inline)
+            let isolatedNs = perActor(best.isolated)
+            print("actors \(count) \(variant) \(kind): plain hop + .inline body \(Int(inlineNs)) ns/actor,"
+                + " whenComplete(on: self) \(Int(isolatedNs)) ns/actor, ratio \(Double(Int(isolatedNs / inlineNs * 100)) / 100)"
+                + " (best of \(roundsPerKind) rounds)")
         }
-        // Every isolated body ran (drains are asynchronous: wait for them, untimed).
-        for registrar in registrars {
-            while await registrar.bodiesRun < rounds { await Task.yield() }
-        }
-        func perActor(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) * 1e9 / Double(count)
-                + Double(duration.components.attoseconds) / 1e9 / Double(count)
-        }
-        let inlineNs = perActor(best.inline)
-        let isolatedNs = perActor(best.isolated)
-        print("actors \(count) \(variant): plain hop + .inline body \(Int(inlineNs)) ns/actor,"
-            + " whenComplete(on: self) \(Int(isolatedNs)) ns/actor, ratio \(Double(Int(isolatedNs / inlineNs * 100)) / 100)"
-            + " (best of \(rounds) rounds)")
         done.signal()
     }
     done.wait()
