@@ -248,9 +248,10 @@ func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
             }
             let inlineNs = perActor(best.inline)
             let isolatedNs = perActor(best.isolated)
-            print("actors \(count) \(variant) \(kind): plain hop + .inline body \(Int(inlineNs)) ns/actor,"
-                + " whenComplete(on: self) \(Int(isolatedNs)) ns/actor, ratio \(Double(Int(isolatedNs / inlineNs * 100)) / 100)"
-                + " (best of \(roundsPerKind) rounds)")
+            print(
+                "actors \(count) \(variant) \(kind): plain hop + .inline body \(Int(inlineNs)) ns/actor,"
+                    + " whenComplete(on: self) \(Int(isolatedNs)) ns/actor, ratio \(Double(Int(isolatedNs / inlineNs * 100)) / 100)"
+                    + " (best of \(roundsPerKind) rounds)")
         }
         done.signal()
     }
