@@ -53,7 +53,15 @@ import Testing
         let losers = 5_000
         let inputs = (0...losers).map { _ in Promise<Int>(variant: variant) }
         let handlersRan = LockedCounter()
-        for input in inputs { input.onCancel { handlersRan.increment() } }
+        // The handlers run as urgent work: the queue in use is then the urgent one.
+        let urgentRoom = LockedBox(0)
+        for input in inputs {
+            input.onCancel {
+                handlersRan.increment()
+                let room = _Trampoline.current.capacities.queue
+                urgentRoom.withLock { $0 = max($0, room) }
+            }
+        }
         let race = Future.race(inputs.map(\.future))
         let won = LockedBox<Int?>(nil)
         race.whenSuccess { value in won.withLock { $0 = value } }
@@ -63,6 +71,7 @@ import Testing
 
         #expect(won.snapshot == 7)
         #expect(handlersRan.value == losers)
+        #expect(urgentRoom.snapshot >= losers)  // the burst did grow the urgent queue
         let room = _Trampoline.current.capacities
         #expect(room.spare <= _Trampoline.idleCapacity)
         #expect(room.queue <= _Trampoline.idleCapacity)
