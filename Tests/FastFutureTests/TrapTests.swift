@@ -114,6 +114,60 @@ import Testing
         #expect(stderr.contains(call.message), "\(stderr)")
     }
 
+    /// An executor that breaks `FutureExecutor`'s contract: it runs each work item twice.
+    struct RunsWorkTwice: FutureExecutor {
+        func execute(_ work: @escaping @Sendable () -> Void) {
+            work()
+            work()
+        }
+    }
+
+    /// A registration that hops to its executor.
+    enum Hop: CaseIterable, Codable, Sendable {
+        /// `whenComplete(on:)`: a second run would call the callback again.
+        case callback
+        /// `map(on:)`: a second run would run the body, and complete the derived future, again.
+        case map
+        /// `flatMap(on:)` returning a pending future: the step reuses its node to follow it, so a
+        /// second run would push that node on the inner future again.
+        case flatMapFollowingAPendingFuture
+    }
+
+    /// `scripts/test` runs this suite in a release build too: the check is not an assertion.
+    @Test(
+        "An executor that runs a work item twice traps, naming the executor, before the body runs again",
+        arguments: FutureVariant.allCases, Hop.allCases)
+    func executorRunningWorkTwiceTraps(variant: FutureVariant, hop: Hop) async {
+        let isLocked = variant == .locked
+        let exit = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            [isLocked = isLocked as Bool, hop = hop as Hop] in
+            let variant: FutureVariant = isLocked ? .locked : .lockFree
+            let source = Promise<Int>(variant: variant)
+            let runs = LockedCounter()
+            let inner = Promise<Int>(variant: variant)
+            switch hop {
+            case .callback:
+                source.future.whenComplete(on: TrapTests.RunsWorkTwice()) { _ in
+                    precondition(runs.increment() == 1, "the callback ran twice")
+                }
+            case .map:
+                _ = source.future.map(on: TrapTests.RunsWorkTwice()) { value in
+                    precondition(runs.increment() == 1, "the map body ran twice")
+                    return value
+                }
+            case .flatMapFollowingAPendingFuture:
+                _ = source.future.flatMap(on: TrapTests.RunsWorkTwice()) { _ in
+                    precondition(runs.increment() == 1, "the flatMap body ran twice")
+                    return inner.future
+                }
+            }
+            source.succeed(1)
+        }
+        let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("the executor RunsWorkTwice ran a work item twice"), "\(hop): \(stderr)")
+        #expect(!stderr.contains("ran twice"), "\(hop): \(stderr)")
+    }
+
     @Test(
         "No trap: tryComplete after completion, completions after cancel(), a dropped promise",
         arguments: FutureVariant.allCases)

@@ -3,6 +3,7 @@
 //
 //     FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations]
 //     FastFutureProfile <S1|S4|S8> reference [iterations]
+//     FastFutureProfile actors <lockFree|locked> [actors]
 //
 // `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
 // counts - which, unlike times, do not move with the machine's load - can be compared too.
@@ -11,7 +12,10 @@
 // S8: one callback registered on a future that is already complete (a late callback).
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
 // compare with, not a product.
+// `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
+// callgrind.
 
+import Dispatch
 import FastFuture
 import FastFutureBenchmarkSpec
 import NIOCore
@@ -174,8 +178,89 @@ func nioAll(_ iterations: Int) {
     }
 }
 
+/// An actor that registers a body on a pending future: isolated to itself, or `.inline`.
+actor Registrar {
+    var bodiesRun = 0
+
+    func registerIsolated(on future: Future<Int>) {
+        future.whenComplete(on: self) { _ in self.bodiesRun += 1 }
+    }
+
+    func registerInline(on future: Future<Int>) {
+        future.whenComplete(on: .inline) { result in consume(result) }
+    }
+}
+
+/// `actors`: `count` live actors; a hop onto each registers one body on one pending future -
+/// `.inline` (the plain hop), then `whenComplete(on: self)` (the actor's isolated queue) - and
+/// the future completes. Two kinds of hop: one task awaiting each actor in turn (`sequential`:
+/// an idle actor is entered by switching, the cheapest hop there is), and a task per actor in a
+/// task group (`tasks`: each hop is a task scheduled on the actor, as when actors do their own
+/// work). Prints each registration loop's time per actor and the ratio of isolated to plain,
+/// measured in the same run (alternating, best of `roundsPerKind`), so that the machine's load
+/// moves both alike; the drains a round starts finish, untimed, before the next round.
+func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let registrars = (0..<count).map { _ in Registrar() }
+        let clock = ContinuousClock()
+        let roundsPerKind = 5
+        var rounds = 0  // isolated rounds completed: bodies each registrar has run
+        for kind in ["sequential", "tasks"] {
+            var best = (inline: Duration.seconds(1_000_000), isolated: Duration.seconds(1_000_000))
+            for _ in 0..<roundsPerKind {
+                let inlinePromise = Promise<Int>(variant: variant)
+                let inline = await clock.measure {
+                    if kind == "sequential" {
+                        for registrar in registrars { await registrar.registerInline(on: inlinePromise.future) }
+                    } else {
+                        await withTaskGroup(of: Void.self) { group in
+                            for registrar in registrars {
+                                group.addTask { await registrar.registerInline(on: inlinePromise.future) }
+                            }
+                        }
+                    }
+                }
+                inlinePromise.succeed(1)
+                let isolatedPromise = Promise<Int>(variant: variant)
+                let isolated = await clock.measure {
+                    if kind == "sequential" {
+                        for registrar in registrars { await registrar.registerIsolated(on: isolatedPromise.future) }
+                    } else {
+                        await withTaskGroup(of: Void.self) { group in
+                            for registrar in registrars {
+                                group.addTask { await registrar.registerIsolated(on: isolatedPromise.future) }
+                            }
+                        }
+                    }
+                }
+                isolatedPromise.succeed(1)
+                best = (min(best.inline, inline), min(best.isolated, isolated))
+                // Untimed: the drains this completion started finish before the next round.
+                rounds += 1
+                for registrar in registrars {
+                    while await registrar.bodiesRun < rounds { await Task.yield() }
+                }
+            }
+            func perActor(_ duration: Duration) -> Double {
+                Double(duration.components.seconds) * 1e9 / Double(count)
+                    + Double(duration.components.attoseconds) / 1e9 / Double(count)
+            }
+            let inlineNs = perActor(best.inline)
+            let isolatedNs = perActor(best.isolated)
+            print(
+                "actors \(count) \(variant) \(kind): plain hop + .inline body \(Int(inlineNs)) ns/actor,"
+                    + " whenComplete(on: self) \(Int(isolatedNs)) ns/actor, ratio \(Double(Int(isolatedNs / inlineNs * 100)) / 100)"
+                    + " (best of \(roundsPerKind) rounds)")
+        }
+        done.signal()
+    }
+    done.wait()
+}
+
 let usage =
     "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
+    + " | FastFutureProfile actors <lockFree|locked> [actors]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
@@ -192,6 +277,8 @@ case ("S8", "reference"):
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
     referenceS8(iterations)
 case (_, "reference"): fail(usage)
+case ("actors", "nio"): fail(usage)
+case ("actors", _): actorRegistrations(variant, arguments.count > 3 ? iterations : 8_000)
 case ("S8", "nio"): nioS8(iterations)
 case ("S4", "nio"): nioS4(iterations)
 case ("S2", "nio"): nioS2(iterations)

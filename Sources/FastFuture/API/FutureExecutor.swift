@@ -2,7 +2,9 @@ import Dispatch
 
 /// Something that runs work: where callbacks and transformations of a future run.
 ///
-/// FastFuture calls `execute(_:)` exactly once per callback it schedules.
+/// FastFuture calls `execute(_:)` exactly once per callback it schedules. An executor must run
+/// each work item exactly once: one that runs an item twice makes the callback or step that
+/// hopped to it trap, with a message naming the executor's type.
 public protocol FutureExecutor: Sendable {
     /// Runs `work`, now or later, on this executor.
     ///

@@ -41,8 +41,12 @@ internal struct _Callback<Value: Sendable, Executor: FutureExecutor>: _Registrat
             // Inline: call straight through; no escaping closure, so no allocation.
             body(result)
         } else {
-            let body = self.body
-            executor.execute { body(result) }
+            // Claimed once: an executor that runs the work twice traps (see `_Hop`).
+            let hop = _Hop((body, result))
+            executor.execute {
+                let (body, result) = hop.claim(for: Executor.self)
+                body(result)
+            }
         }
     }
 }

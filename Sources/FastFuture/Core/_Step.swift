@@ -36,7 +36,12 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
     @inlinable
     func run(with result: Result<Body.Input, any Error>, node: _CallbackNode?) {
         if Executor.self != InlineExecutor.self, body.passedOn(result) == nil {
-            executor.execute { self._runBody(result, node: node) }
+            // Claimed once: an executor that runs the work twice traps (see `_Hop`).
+            let hop = _Hop((self, result, node))
+            executor.execute {
+                let (step, result, node) = hop.claim(for: Executor.self)
+                step._runBody(result, node: node)
+            }
         } else {
             _runBody(result, node: node)
         }

@@ -61,6 +61,14 @@ internal protocol _TrampolineStep: AnyObject {
 /// the caller hands its delivery to `runAfterUrgentWork`, which the outermost `runUrgently` runs
 /// once the urgent queue is empty. So any nesting of races runs in constant stack depth.
 ///
+/// Memory: a burst grows the queue (one callback that completes a million promises queues a
+/// million items, 24 MB on a 64-bit target), and a thread - a pool thread lives forever - would
+/// keep that for good. So once idle a trampoline keeps at most `idleCapacity` items' room in
+/// each of its two queues, the normal and the urgent one (24 KiB each on a 64-bit target), and
+/// in the list of deliveries waiting for urgent work: the drain that empties a larger queue
+/// gives it back (one compare per drain, out of the loop; the per-item paths pay nothing). A
+/// workload whose bursts stay under the bound never reallocates.
+///
 /// A trampoline belongs to one thread: it is reached only through thread-local storage and
 /// never shared, so it needs no synchronization (it is deliberately not `Sendable`), and its
 /// stored properties skip dynamic exclusivity checks.
@@ -86,6 +94,10 @@ internal final class _Trampoline {
     /// `stepsHead` on.
     @exclusivity(unchecked) var steps: [any _TrampolineStep] = []
     @exclusivity(unchecked) var stepsHead = 0
+
+    /// The most items' room an idle trampoline keeps in a queue (see the type's comment): a
+    /// power of two, as every capacity is.
+    static var idleCapacity: Int { 1024 }
 
     @usableFromInline
     init() {
@@ -243,7 +255,19 @@ extension _Trampoline {
             Self.perform(work)
         }
         head = 0
+        if capacity > Self.idleCapacity { shrinkEmptyQueue() }
         isDraining = false
+    }
+
+    /// Replaces the empty queue's buffer, grown past `idleCapacity` by a burst, with one of
+    /// `idleCapacity` items (see the type's comment).
+    @inline(never)
+    func shrinkEmptyQueue() {
+        assert(count == 0, "FastFuture internal error: shrank a trampoline queue that holds work")
+        buffer.deallocate()
+        capacity = Self.idleCapacity
+        buffer = .allocate(capacity: capacity)
+        head = 0
     }
 
     @usableFromInline @inline(never)
@@ -349,11 +373,20 @@ extension _Trampoline {
                 break
             }
         }
-        steps.removeAll(keepingCapacity: true)
+        if steps.capacity > Self.idleCapacity {
+            steps = []
+        } else {
+            steps.removeAll(keepingCapacity: true)
+        }
         stepsHead = 0
         head = 0
         isUrgent = false
         swapQueues()
+        if spare.capacity > Self.idleCapacity, let urgentBuffer = spare.buffer {
+            // The urgent queue, empty, grew in a burst: it is allocated again when next needed.
+            urgentBuffer.deallocate()
+            spare = (nil, 0, 0, 0)
+        }
         deliver()
         if atTopLevel {
             // The callbacks moved to the normal queue and those of the delivery, then idle.
@@ -389,6 +422,10 @@ extension _Trampoline {
         stepsHead += 1
         step._runStep()
     }
+
+    /// For tests: the room of the queue in use, of the spare one, and of the list of deliveries
+    /// waiting for urgent work, in items.
+    var capacities: (queue: Int, spare: Int, steps: Int) { (capacity, spare.capacity, steps.capacity) }
 
     /// Exchanges the queue in use and the spare one.
     func swapQueues() {

@@ -70,11 +70,20 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     private var keptForDrain: _IsolatedQueue?
     /// Submits `drain()` to the domain. Set once, before the queue is shared.
     private var submitDrain: (@Sendable () -> Void)!
+    /// The identity of the actor whose queue this is (`nil` for the main actor's), under which
+    /// `actorQueues` lists it until the queue's deinit. Set once, before the queue is shared.
+    private var actorKey: ObjectIdentifier?
     /// Counts for tests: bodies the drains handled (ran), drains that ran.
     private var bodiesDrained = 0
     private var drains = 0
 
     init(submitDrain: (@Sendable () -> Void)? = nil) { self.submitDrain = submitDrain }
+
+    deinit {
+        // Still alive here: `submitDrain`, which holds the actor, goes after this body, so the
+        // actor's identity is not reused before the entry goes.
+        if let actorKey { Self.actorQueues.remove(ObjectIdentifier(self), for: actorKey) }
+    }
 
     // MARK: Domains
 
@@ -90,7 +99,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     }()
 
     /// The queues of actors that have bodies registered, by actor identity. Weak: a queue lives
-    /// as long as its groups' callbacks (which hold it).
+    /// as long as its groups' callbacks (which hold it), and its deinit removes its entry.
     private static let actorQueues = _ActorQueueTable()
 
     /// The queue of `actor`, which the caller is isolated to.
@@ -112,7 +121,13 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         // Detached: the drain runs bodies of several registrations, so it inherits the task-local
         // values and priority of none of their completers.
         queue.submitDrain = { Task.detached(operation: shared) }
+        queue.actorKey = ObjectIdentifier(actor)
         return actorQueues.insert(queue, for: actor)
+    }
+
+    /// For tests: whether the table of actor queues has an entry for `actor` (live or not).
+    static func hasTableEntry(for actor: any Actor) -> Bool {
+        actorQueues.hasEntry(for: ObjectIdentifier(actor))
     }
 
     // MARK: Registering and draining
@@ -368,16 +383,32 @@ private final class _IsolatedToken<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// Actor identity → its `_IsolatedQueue`, weakly.
+/// Actor identity → its `_IsolatedQueue`, weakly: O(1) amortized to find, insert and remove, and
+/// as many entries as there are live actor queues - a queue's deinit removes its entry.
+///
+/// Why the identity is safe as a key: a queue holds its actor (its drain's operation captures
+/// it) until after its deinit has removed the entry, so no other object can have the actor's
+/// identity while the entry is there. The entry records its queue's identity, so that the deinit
+/// of a queue that lost a race to insert (or was replaced while it was being deinitialized: its
+/// weak reference already reads `nil` then) does not remove another queue's entry.
+///
+/// Lock order: the table's lock is a leaf. Nothing under it may release a queue - the deinit
+/// takes the lock - so it loads a queue strongly only to return it (released by the caller,
+/// outside), and drops entries' weak references only.
 ///
 /// - Note: `@unchecked Sendable`: `queues` is touched only under `lock`.
 private final class _ActorQueueTable: @unchecked Sendable {
-    private struct WeakQueue {
+    private struct Entry {
         weak var queue: _IsolatedQueue?
+        /// `queue`'s identity (`ObjectIdentifier`'s bits), still readable while it is being
+        /// deinitialized. Not an `ObjectIdentifier`: with one here, a debug build (Swift 6.3.1,
+        /// `-Onone`) loads the weak reference of a missing entry in `queues[key]?.queue` and
+        /// crashes (an `Optional<Entry>` whose `none` lives in this field's spare bits).
+        let queueID: UInt
     }
 
     private let lock = _DriverLock()
-    private var queues: [ObjectIdentifier: WeakQueue] = [:]
+    private var queues: [ObjectIdentifier: Entry] = [:]
 
     func queue(for actor: any Actor) -> _IsolatedQueue? {
         lock.withLock { queues[ObjectIdentifier(actor)]?.queue }
@@ -386,11 +417,32 @@ private final class _ActorQueueTable: @unchecked Sendable {
     /// Stores `queue` for `actor`, unless another thread stored a live one first (returned then).
     func insert(_ queue: _IsolatedQueue, for actor: any Actor) -> _IsolatedQueue {
         lock.withLock {
-            if let existing = queues[ObjectIdentifier(actor)]?.queue { return existing }
-            if queues.count >= 64 { queues = queues.filter { $0.value.queue != nil } }
-            queues[ObjectIdentifier(actor)] = WeakQueue(queue: queue)
+            let key = ObjectIdentifier(actor)
+            if let existing = queues[key]?.queue { return existing }
+            queues[key] = Entry(queue: queue, queueID: UInt(bitPattern: ObjectIdentifier(queue)))
             return queue
         }
+    }
+
+    /// From the deinit of the queue `queueID`: removes the entry of `actorKey` if it is that
+    /// queue's. Once the live entries fall to a quarter of the capacity (past 64), the table
+    /// shrinks to twice them, so that a burst of actors does not keep its table.
+    func remove(_ queueID: ObjectIdentifier, for actorKey: ObjectIdentifier) {
+        lock.withLock {
+            guard queues[actorKey]?.queueID == UInt(bitPattern: queueID) else { return }
+            queues[actorKey] = nil
+            if queues.capacity > 64, queues.count < queues.capacity / 4 {
+                // Copies weak references only: no queue is retained or released here.
+                var smaller = [ObjectIdentifier: Entry](minimumCapacity: queues.count * 2)
+                for (key, entry) in queues { smaller[key] = entry }
+                queues = smaller
+            }
+        }
+    }
+
+    /// For tests: whether `actorKey` has an entry (without loading its queue).
+    func hasEntry(for actorKey: ObjectIdentifier) -> Bool {
+        lock.withLock { queues[actorKey] != nil }
     }
 }
 
