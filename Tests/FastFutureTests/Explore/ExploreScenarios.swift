@@ -134,7 +134,7 @@
     extension ExploreScenario {
         /// Every scenario, in the order the suite runs them: one list per file (a file of
         /// scenarios declares its own list, added here).
-        static let all: [ExploreScenario] = core + coverage
+        static let all: [ExploreScenario] = core + coverage + sharedCancel
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [
@@ -143,7 +143,7 @@
             cancellingValueVsSucceed, chainCancelVsCompletion, flatMapBothEnds,
             combinatorVsCompletionAndCancel, firstVsCompletions, raceLosersFirst,
             lockedMutex,
-        ] + sharedCancel
+        ]
 
         /// Two completers: exactly one wins; every callback (the embedded one and a node) runs once
         /// with the winner's value; the winner sees its own value when it returns.
