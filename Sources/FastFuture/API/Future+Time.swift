@@ -146,8 +146,15 @@ extension Future {
     /// another thread completed (or cancelled) just now.
     internal func _deliverTimeout(_ outcome: _WithdrawOutcome, to derived: Future<Value>) {
         switch outcome {
-        case .cancelled, .wanted:
+        case .cancelled:
             derived._complete(.failure(FutureTimeoutError()))
+        case .wanted:
+            derived._complete(.failure(FutureTimeoutError()))
+            // Asked again, now that this timeout's future is claimed: another consumer giving up
+            // at the same moment (a second timeout, which excluded only its own future) may have
+            // seen this one still pending and left the source to it. Of two such, the later
+            // scan sees both claimed, so exactly one cancels the source - never neither.
+            _withdraw()
         case .lostToCancel, .lostToCompletion:
             _core.awaitPublished()
             derived._complete(_completedResult)

@@ -22,7 +22,7 @@ import AtomicsShim
 ///   logging or cleanup callback from ever being cancelled by forwarding;
 /// - `cancelHandler`: never. An `onCancel` handler is what a cancellation runs, not a consumer;
 /// - `derived`: the future at the registration's offset 0 (a `map`/`flatMap`/... step's derived
-///   future, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
+///   future - a main-actor or actor step's through its `_DerivedInterest` -, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
 ///   been claimed: once it is cancelled (or completed) nobody waits through this registration;
 /// - `combinator`: the `_Aggregator` at the registration's offset 0 (an `all`/`allSettled`/
 ///   `first`/`race` input) has not been decided: its token (`_taken`) is still `untaken`.

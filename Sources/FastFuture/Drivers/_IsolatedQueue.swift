@@ -458,6 +458,25 @@ extension Future {
         let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
         let step = _Step(derived: derived, body: body, on: InlineExecutor())
         queue.register(on: self) { result in step.run(with: result, node: nil) }
+        // The step's interest in this future, for a forwarded cancellation's scan: the queue's
+        // own registration is a callback to the core, which observes and wants nothing.
+        _register(_DerivedInterest<Value, Body.Output>(derived: derived))
         return derived
     }
+}
+
+/// A step's interest in its source where the step itself is kept elsewhere (a main-actor or
+/// actor queue's group): wants the source's result while `derived` is unclaimed
+/// (`_Interest.derived`), and does nothing when it runs. One node per such step (none when it
+/// takes the embedded node).
+private struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registration {
+    typealias Source = Value
+    /// First: the future a withdrawal's scan reads.
+    let derived: Future<Output>
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.derived }
+
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
