@@ -109,7 +109,7 @@ extension Future {
     ///   - actor: The actor `transform` runs on; the caller must be isolated to it.
     ///   - transform: Makes the next future on `actor`. Not called if this future fails; a thrown
     ///     error fails the returned future.
-    /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
+    /// - Returns: The derived future. Cancelling it forwards the cancellation to this future, or the inner future once
     ///   there is one.
     public func flatMap<U: Sendable>(
         on actor: isolated any Actor,

@@ -19,7 +19,8 @@ extension Future {
     ///     downstream.cancel()
     ///        │ completes `downstream` with CancellationError, runs its onCancel handlers
     ///        ▼
-    ///     source.cancel()            (map/flatMap/recover/... source, a combinator's inputs)
+    ///     source: forwarded     (map/flatMap/recover/... source, a combinator's inputs),
+    ///                           cancelled unless another consumer still wants it
     ///        │ ... and so on, iteratively: a chain of any length is safe
     ///        ▼
     ///     the promise at the root: onCancel handlers run; a later succeed/fail is ignored

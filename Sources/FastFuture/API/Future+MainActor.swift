@@ -104,7 +104,7 @@ extension Future {
     ///   - executor: `.mainActor`.
     ///   - transform: Makes the next future on the main actor. Not called if this future fails;
     ///     a thrown error fails the returned future.
-    /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
+    /// - Returns: The derived future. Cancelling it forwards the cancellation to this future, or the inner future once
     ///   there is one.
     public func flatMap<U: Sendable>(
         on executor: MainActorExecutor,

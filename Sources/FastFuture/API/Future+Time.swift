@@ -10,11 +10,12 @@ extension Future {
     /// ```
     ///
     ///     source completes first ──▶ returned future completes with its result; timer cancelled
-    ///     deadline passes first  ──▶ source.cancel() (its onCancel handlers run, the cancellation
-    ///                                is forwarded), then the returned future fails with
+    ///     deadline passes first  ──▶ the source is cancelled (its onCancel handlers run, the
+    ///                                cancellation is forwarded) unless another consumer still
+    ///                                wants it, then the returned future fails with
     ///                                FutureTimeoutError
-    ///     returned.cancel()      ──▶ returned future fails with CancellationError,
-    ///                                source.cancel() (which cancels the timer)
+    ///     returned.cancel()      ──▶ returned future fails with CancellationError; forwarded to
+    ///                                the source like any derived future's cancellation
     ///
     /// Because the source is stopped before anyone sees the timeout, work chained after a
     /// timeout never overlaps the work it timed out: `retry` over timed-out attempts runs one
@@ -24,7 +25,8 @@ extension Future {
     ///   cancelled (its cancellation runs completely, inside a callback too) and the returned
     ///   future fails with ``FutureTimeoutError`` at once, unless this future has already
     ///   completed. 146 years or more: never times out (no timer).
-    /// - Returns: A future with this future's variant. Cancelling it cancels this future.
+    /// - Returns: A future with this future's variant. Cancelling it forwards the cancellation
+    ///   to this future (see <doc:Cancellation>, "Shared sources").
     /// - Note: No thread waits: the deadline is kept by FastFuture's own timer threads, which
     ///   fire on time even while blocking work occupies every thread of
     ///   `DispatchQueue.global()`; the timer is cancelled (and released) as soon as this future
@@ -53,7 +55,8 @@ extension Future {
     ///     ``timeout(after:)``; a ``CallbackSchedulingClock`` (such as FastFutureTesting's
     ///     `ManualClock`) runs the timer itself - a manual clock inside its `advance`; any
     ///     other clock is slept on by a `Task`, cancelled with the timer.
-    /// - Returns: A future with this future's variant. Cancelling it cancels this future.
+    /// - Returns: A future with this future's variant. Cancelling it forwards the cancellation
+    ///   to this future (see <doc:Cancellation>, "Shared sources").
     /// - Note: When time runs out, the `.inline` callbacks run where the clock's timer fires:
     ///   on a FastFuture timer thread (`ContinuousClock`, `SuspendingClock`), inside the clock's callback (a
     ///   ``CallbackSchedulingClock``), or on Swift's global concurrent executor (any other

@@ -33,7 +33,7 @@ extension Future {
     ///   - executor: Where `transform` runs (default `.inline`).
     ///   - transform: Makes the next future. Not called if this future fails; a thrown error
     ///     fails the returned future.
-    /// - Returns: The derived future. Cancelling it cancels this future, or the inner future once
+    /// - Returns: The derived future. Cancelling it forwards the cancellation to this future, or the inner future once
     ///   there is one.
     @inlinable @_disfavoredOverload
     public func flatMap<U: Sendable>(
