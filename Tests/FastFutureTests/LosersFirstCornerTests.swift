@@ -34,7 +34,7 @@ struct LosersFirstCornerTests {
     /// Nothing waits for another thread's callbacks: a thread waiting on a race
     /// must not be held back by a *callback* on a loser (not an `onCancel` handler) that the
     /// deciding thread runs. Here that callback waits (up to 2 s) for the waiter to have seen the
-    /// race's result; on the reviewed code it runs as urgent work before the result is published,
+    /// race's result; in a broken implementation it runs as urgent work before the result is published,
     /// so it times out (without the timeout: a deadlock).
     @Test(arguments: FutureVariant.allCases)
     func aWaiterElsewhereIsNotHeldBackByALosersCallback(variant: FutureVariant) {

@@ -145,7 +145,7 @@ struct LosersFirstTests {
 
     // MARK: Nothing unrelated waits
 
-    /// The review's reproducer shape: the deciding thread is inside a callback on the winner
+    /// The shape that once broke it: the deciding thread is inside a callback on the winner
     /// (registered after the race) that blocks until another thread has seen the result. The
     /// result is visible by then - with the forwarded handlers run.
     @Test(
@@ -247,7 +247,7 @@ struct LosersFirstTests {
         #expect(seenByCallback.snapshot == Self.everyHandler)
     }
 
-    /// Review F2: a maker still running on another thread when a failure arrives. The failure
+    /// A maker still running on another thread when a failure arrives. The failure
     /// is delivered without waiting for it (nothing waits for another thread's user code); its
     /// future is cancelled as soon as it returns, and no further maker is called.
     @Test(
@@ -292,7 +292,7 @@ struct LosersFirstTests {
 
     // MARK: Timeouts
 
-    /// Review F5: `timeout(after: .zero)` made inside a callback: complete at once (zero means
+    /// `timeout(after: .zero)` made inside a callback: complete at once (zero means
     /// now), and only after the source's cancellation ran - forwarded handlers included.
     @Test(
         "A zero timeout inside a callback cancels its source completely, then is complete",

@@ -118,7 +118,7 @@ import Testing
             let context = "\(V.self) \(placement)"
             // whenComplete / whenSuccess / whenFailure (.inline: slot-able), and on a queue.
             let runs = LockedCounter()
-            let queue = DispatchQueue(label: "review.\(V.self)")
+            let queue = DispatchQueue(label: "matrix.\(V.self)")
             let group = DispatchGroup()
             run(variant, placement, ok) { future in
                 future.whenComplete { result in
@@ -244,7 +244,7 @@ import Testing
         let deinits = AtomicCount()
         let ran = LockedCounter()
         var made = 0
-        let queue = DispatchQueue(label: "review.drop")
+        let queue = DispatchQueue(label: "matrix.drop")
         for second in [false, true] {
             for kind in 0..<6 {
                 var promise: Promise<Large>? = Promise<Large>(variant: variant)
@@ -330,7 +330,7 @@ import Testing
         arguments: FutureVariant.allCases)
     func reusedNodeInnerCases(variant: FutureVariant) throws {
         let deinits = AtomicCount()
-        let queue = DispatchQueue(label: "review.flat")
+        let queue = DispatchQueue(label: "matrix.flat")
         for second in [false, true] {
             for onQueue in [false, true] {
                 for innerCase in InnerCase.allCases {
@@ -409,7 +409,7 @@ import Testing
     func reusedNodeInnerRace(variant: FutureVariant) {
         let rounds = Stress.rounds
         let deinits = AtomicCount()
-        let queue = DispatchQueue(label: "review.race", attributes: .concurrent)
+        let queue = DispatchQueue(label: "matrix.race", attributes: .concurrent)
         for round in 0..<rounds {
             let second = round % 2 == 1
             let onQueue = round % 4 >= 2
@@ -642,7 +642,7 @@ import Testing
         let rounds = Stress.rounds
         let deinits = AtomicCount()
         let made = AtomicCount()
-        let queue = DispatchQueue(label: "review.register", attributes: .concurrent)
+        let queue = DispatchQueue(label: "matrix.register", attributes: .concurrent)
         for round in 0..<rounds {
             do {
                 let promise = Promise<Tracked>(variant: variant)
@@ -745,7 +745,7 @@ import Testing
         arguments: FutureVariant.allCases)
     func flatMapErrorOnQueueCancelRace(variant: FutureVariant) {
         let rounds = Stress.rounds
-        let queue = DispatchQueue(label: "review.fme", attributes: .concurrent)
+        let queue = DispatchQueue(label: "matrix.fme", attributes: .concurrent)
         for round in 0..<rounds {
             let source = Promise<Int>(variant: variant)
             source.future.whenComplete { _ in }  // the step gets a node

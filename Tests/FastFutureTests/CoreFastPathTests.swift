@@ -9,17 +9,16 @@ import FastFutureTesting
 import Foundation
 import Testing
 
-/// Adversarial review of the core changes since 3a344a0: the late-callback fast path
-/// (`_runIfLate`, the `extern _Thread_local` trampoline slot), a top-level completion running
-/// its callback list directly, the deinit of a completed future, the push hint, error steps in
-/// the embedded slot, and `_Trampoline.runUrgently` marking the thread busy at top level.
+/// The core's fast paths keep the contract: the late-callback fast path (`_runIfLate`, the
+/// `extern _Thread_local` trampoline slot), a top-level completion running its callback list
+/// directly, the deinit of a completed future, the push hint, error steps in the embedded slot,
+/// and `_Trampoline.runUrgently` marking the thread busy at top level.
 ///
-/// A test marked `.disabled("finding: ...")` reproduces a finding and fails on the reviewed
-/// code; the others guard behaviour the review attacked and found right (each would fail on an
-/// implementation that broke it: nesting instead of queueing, a lost or doubled callback, a
-/// capture kept alive, an order inverted).
+/// A test marked `.disabled("finding: ...")` shows a documented limit; the others fail on an
+/// implementation that breaks a fast path: nesting instead of queueing, a lost or doubled
+/// callback, a capture kept alive, an order inverted.
 @Suite(.timeLimit(.minutes(3)))
-struct CoreReviewTests {
+struct CoreFastPathTests {
     /// Counts its instances' deinits: a capture that must be released.
     final class Counted: Sendable {
         let deinits: AtomicCount
@@ -425,8 +424,8 @@ struct CoreReviewTests {
         #expect(outcome.snapshot == ["code \(steps / 4)", "cancelled 1 true"])
     }
 
-    /// Finding (LOW, not a regression: the deinit has destroyed the embedded registration
-    /// since before 3a344a0): dropping, uncompleted, the head of a deep chain of pending
+    /// A documented limit (the deinit has destroyed the embedded registration
+    /// from the start): dropping, uncompleted, the head of a deep chain of pending
     /// promises - each future's callback capturing the next promise, as a hand-written pipeline
     /// does - frees it by recursion: the future's deinit destroys its embedded registration, whose
     /// capture releases the next future, whose deinit ... 100,000 of them overflow a 512 KiB
@@ -631,7 +630,7 @@ struct CoreReviewTests {
         #expect(inside.snapshot == ["whenFailure", "onCancel"])
     }
 
-    /// Review finding (LOW), documented (Cancellation.md) rather than changed: the same two
+    /// A documented order (Cancellation.md), not a bug: the same two
     /// registrations made from urgent work - an `onCancel` handler of a race's loser, run while
     /// the race is decided - run handler first: the handler goes to the urgent queue and runs at
     /// once, the callback is moved to the normal queue (`_Trampoline.performUrgent`), as on a
@@ -822,11 +821,11 @@ struct CoreReviewTests {
         let rc = pthread_key_create(&key) { _ in
             let ready = Future.succeeded(1)
             ready.whenComplete { _ in
-                CoreReviewTests.destructorEvents.append("late begins")
-                ready.whenComplete { _ in CoreReviewTests.destructorEvents.append("nested") }
-                CoreReviewTests.destructorEvents.append("late ends")
+                CoreFastPathTests.destructorEvents.append("late begins")
+                ready.whenComplete { _ in CoreFastPathTests.destructorEvents.append("nested") }
+                CoreFastPathTests.destructorEvents.append("late ends")
             }
-            CoreReviewTests.destructorEvents.append("returned")
+            CoreFastPathTests.destructorEvents.append("returned")
         }
         #expect(rc == 0)
         let createdKey = key

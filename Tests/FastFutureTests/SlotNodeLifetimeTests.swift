@@ -2,14 +2,14 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// Review of `_SlotNode` (registrations of three words or less in a non-generic heap node, moved
+/// The lifetime of `_SlotNode` registrations (registrations of three words or less in a non-generic heap node, moved
 /// out when they run, destroyed by the deinit through `fire` if they never ran) and of the
 /// `flatMap` step that refills its slot node with a forward. Every registration here is a
 /// *second* registration (the first takes the embedded node), so it lives in a heap node.
 ///
 /// The captured objects count their deinits: a registration destroyed twice over-releases what
 /// it captured (a crash, or a count too high), one never destroyed leaks it (a count too low).
-@Suite struct SlotNodeReviewTests {
+@Suite struct SlotNodeLifetimeTests {
     static let variants = FutureVariant.allCases
 
     /// An object that counts its own deinit (see `DeinitCounted`).
@@ -31,7 +31,7 @@ import Testing
     /// test threads that spin): a step or callback on it fits in a `_SlotNode` (three words)
     /// although it does not run inline.
     struct HopExecutor: FutureExecutor {
-        static let queue = DispatchQueue(label: "SlotNodeReviewTests.hop")
+        static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.hop")
 
         func execute(_ work: @escaping @Sendable () -> Void) {
             Self.queue.async(execute: work)
@@ -39,7 +39,7 @@ import Testing
     }
 
     /// A serial queue (a generic `_Node` for a step on it: four words).
-    static let queue = DispatchQueue(label: "SlotNodeReviewTests.queue")
+    static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.queue")
 
     /// A pending promise whose embedded node is taken (by a callback that does nothing).
     static func slotTaken<T: Sendable>(_ variant: FutureVariant, _: T.Type = T.self) -> Promise<T> {

@@ -2,16 +2,16 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// Review of the fire functions kept in raw memory: the embedded node's (`_FutureWords.embeddedFire`,
+/// The lifetime of the fire functions kept in raw memory: the embedded node's (`_FutureWords.embeddedFire`,
 /// moved out when the node runs; the future's deinit destroys the embedded registration only if
 /// EMBEDDED is set and COMPLETED clear) and the heap nodes' (`_CallbackNode._fireWords`, armed and
 /// disarmed; a deinit destroys what an armed node holds; a `flatMap` step re-arms its node).
 ///
-/// Most registrations here are *first* registrations, in the embedded node (SlotNodeReviewTests
+/// Most registrations here are *first* registrations, in the embedded node (SlotNodeLifetimeTests
 /// covers second ones). The captured objects count their deinits: a registration destroyed twice
 /// over-releases what it captured (a crash, or a count too high), one never destroyed leaks it (a
 /// count too low); an embedded node fired with an empty slot calls a null or stale function.
-@Suite struct RawFireReviewTests {
+@Suite struct RawFireLifetimeTests {
     /// An object that counts its own deinit (see `DeinitCounted`).
     typealias Tracked = DeinitCounted
 
@@ -36,9 +36,9 @@ import Testing
     }
 
     /// Where the hopping registrations run (serial: `queue.sync {}` waits for all of them).
-    static let queue = DispatchQueue(label: "RawFireReviewTests.queue")
+    static let queue = DispatchQueue(label: "RawFireLifetimeTests.queue")
     /// Where a test completes a future from another thread.
-    static let completer = DispatchQueue(label: "RawFireReviewTests.completer")
+    static let completer = DispatchQueue(label: "RawFireLifetimeTests.completer")
 
     /// The kinds of registration `register` makes.
     enum Kind: CaseIterable {

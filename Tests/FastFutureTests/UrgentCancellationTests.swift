@@ -4,12 +4,12 @@ import FastFutureTesting
 import Foundation
 import Testing
 
-/// Adversarial review of "losers first: only cancellation is urgent". The findings that were
-/// fixed are guarded here (each failed on the reviewed code); a test marked
-/// `.disabled("review finding: ...")` demonstrates a limit that is documented instead; the
-/// others guard behaviour the review checked and found right.
+/// Losers first: only cancellation is urgent. Each test fails on an implementation that lets a
+/// loser's ordinary work hold back a result, loses or doubles a callback, or keeps what a given-up
+/// registration held; a test marked `.disabled("...")` demonstrates a limit that is documented
+/// instead.
 @Suite(.timeLimit(.minutes(1)))
-struct UrgentReviewTests {
+struct UrgentCancellationTests {
     /// A class error, so that a test can watch it being freed.
     final class TrackedError: Error {}
 
@@ -40,7 +40,7 @@ struct UrgentReviewTests {
         return callbackSawWaiter
     }
 
-    /// Review finding (HIGH), fixed: a timeout whose timer fires at top level - on a FastFuture
+    /// A timeout whose timer fires at top level - on a FastFuture
     /// timer thread, or a manual clock advanced outside any callback - cancelled its source like
     /// a top-level `cancel()` and ran *all* of the source's callbacks before it failed the
     /// timeout future, so a waiter on another thread was held back by the source's `whenFailure`
@@ -130,7 +130,7 @@ struct UrgentReviewTests {
     /// The docs (Cancellation.md "Losers first", `first`/`race`'s doc comments, Semantics.md)
     /// promise both without this exception. `_Aggregator._decide` (Drivers/_Aggregator.swift).
     @Test(
-        .disabled("review finding: a loser cancelled concurrently by another thread - its handlers may not have run"),
+        .disabled("documented limit: a loser cancelled concurrently by another thread - its handlers may not have run"),
         arguments: FutureVariant.allCases)
     func aLoserCancelledElsewhereMeanwhileHasRunItsHandlersWhenTheResultIsSeen(variant: FutureVariant) throws {
         let winner = Promise<Int>(variant: variant)
@@ -168,14 +168,14 @@ struct UrgentReviewTests {
         #expect(atResult.snapshot?.upstream == true, "the source of a mapped loser")
     }
 
-    /// Review finding (MED), fixed: a `first` that completed still held an input's error - a
+    /// A `first` that completed must not still hold an input's error - a
     /// value it gathered - while the deciding thread's normal queue was busy: the losers'
     /// `_Input` registrations keep the aggregator, and it kept every input until deinit. Now the
     /// delivery that completes the derived future frees the inputs (`_Aggregator._deliver`).
     /// "A combinator that has completed holds none of the values it gathered."
     @Test(arguments: FutureVariant.allCases)
     func aCompletedFirstHoldsNoGatheredErrorWhileItsThreadIsBusy(variant: FutureVariant) {
-        let tracked = LockedBox<UrgentReviewWeak>(UrgentReviewWeak())
+        let tracked = LockedBox<UrgentWeak>(UrgentWeak())
         let winner = Promise<Int>(variant: variant)
         let loser = Promise<Int>(variant: variant)
         let firstFuture: Future<Int> = {
@@ -328,6 +328,6 @@ struct UrgentReviewTests {
 }
 
 /// A weak reference, for `LockedBox`.
-struct UrgentReviewWeak {
+struct UrgentWeak {
     weak var object: AnyObject?
 }

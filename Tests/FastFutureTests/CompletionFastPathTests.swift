@@ -4,13 +4,13 @@ import FastFutureTesting
 import Foundation
 import Testing
 
-/// Adversarial review of the S1 commits 707d164 and d95f39d: compare-exchanges that return what
-/// they found, a completion that runs a lone embedded registration in place (when the thread is
+/// The promise-to-callback fast path keeps the contract: compare-exchanges that return what they
+/// found, a completion that runs a lone embedded registration in place (when the thread is
 /// idle), an embedded claim that hands its CAS's word to the push, and a result cell whose tag
-/// says whether the value needs destroying. Each test guards one of those against a broken
-/// implementation; a finding would be kept as a disabled reproducer.
+/// says whether the value needs destroying. Each test fails on an implementation that breaks
+/// one of those.
 @Suite(.timeLimit(.minutes(3)))
-struct PerfReviewTests {
+struct CompletionFastPathTests {
     // MARK: - Values whose lifetime the tests count
 
     /// A reference whose deinit is counted: a value destroyed twice or never shows up.
