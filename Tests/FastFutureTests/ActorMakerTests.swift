@@ -38,7 +38,9 @@ struct ActorMakerTests {
         }
 
         func upload(attempts: Int, succeedOn: Int, variant: FutureVariant) -> Future<Int> {
-            Future.retry(attempts: attempts, variant: variant, on: self) { attempt in self.attempt(attempt, succeedOn: succeedOn) }
+            Future.retry(attempts: attempts, variant: variant, on: self) { attempt in
+                self.attempt(attempt, succeedOn: succeedOn)
+            }
         }
 
         /// `Future { promise in }`'s body runs inside the initializer: on the actor, here.

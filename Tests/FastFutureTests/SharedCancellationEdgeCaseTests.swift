@@ -155,7 +155,9 @@ struct SharedCancellationEdgeCaseTests {
             let target = Promise<Int>(variant: variant)
             source.cascade(to: target)
             let all = Future.all([source])
-            return [AnyCancellable(mapped), AnyCancellable(followed), AnyCancellable(target.future), AnyCancellable(all)]
+            return [
+                AnyCancellable(mapped), AnyCancellable(followed), AnyCancellable(target.future), AnyCancellable(all),
+            ]
         }
         _ = TestThreads.race(4, over: rounds) { thread, index in consumers[index][thread].cancel() }
         for index in 0..<rounds {

@@ -405,7 +405,9 @@ struct SharedCancellationTests {
         let derived = Future<Int>(_variant: .lockFree, result: nil)
         let node = _Node(_Forward(derived: derived))
         let raw = Unmanaged.passUnretained(node).toOpaque()
-        #expect((raw + _SlotNode.slotOffset).load(as: UnsafeRawPointer.self) == UnsafeRawPointer(Unmanaged.passUnretained(derived).toOpaque()))
+        #expect(
+            (raw + _SlotNode.slotOffset).load(as: UnsafeRawPointer.self)
+                == UnsafeRawPointer(Unmanaged.passUnretained(derived).toOpaque()))
         #expect(node._interest == _Interest.derived)
         #expect(_SlotNode(_OnCancel<Int> {})._isCancelHandler)
         withExtendedLifetime(node) {}

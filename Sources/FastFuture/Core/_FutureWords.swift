@@ -57,7 +57,8 @@ extension _FutureWords {
             self.init(
                 state: ff_atomic_word_make(state), upstream: ff_atomic_word_make(upstream),
                 waiters: ff_atomic_word_make(0), lockWord: .unlocked, isLocked: variant == .locked,
-                embeddedInterest: 0, _padding: (0, 0), _padding32: (0, 0, 0, 0), embeddedNext: nil, embeddedFire: (0, 0),
+                embeddedInterest: 0, _padding: (0, 0), _padding32: (0, 0, 0, 0), embeddedNext: nil,
+                embeddedFire: (0, 0),
                 embeddedSlot: (0, 0, 0))
         #else
             self.init(

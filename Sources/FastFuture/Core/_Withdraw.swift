@@ -221,7 +221,8 @@ extension Future {
     @usableFromInline @discardableResult
     internal func _withdraw(excluding: AnyObject? = nil) -> _WithdrawOutcome {
         let core = _core
-        let outcome = core.withdraw(excluding: excluding.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
+        let outcome = core.withdraw(
+            excluding: excluding.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
         switch outcome {
         case .cancelled:
             _completeClaimed(.failure(CancellationError()), byCancel: true)

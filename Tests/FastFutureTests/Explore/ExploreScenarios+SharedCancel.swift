@@ -63,7 +63,9 @@
                 log.expect(staying.peek()?.payloadID == 11, "the staying consumer lost the value")
                 // Cancelled, unless the source completed first and the step ran before the cancel.
                 let left = leaving.peek()
-                log.expect(left?.isCancellation == true || left?.payloadID == 1, "the leaving consumer: \(String(describing: left))")
+                log.expect(
+                    left?.isCancellation == true || left?.payloadID == 1,
+                    "the leaving consumer: \(String(describing: left))")
             }
             return run
         }

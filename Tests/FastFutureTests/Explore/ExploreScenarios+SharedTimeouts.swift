@@ -57,7 +57,8 @@
             run.check = {
                 log.expect(timeout.peek()?.isTimeout == true, "the timeout did not fail with FutureTimeoutError")
                 log.expect(consumer.peek()?.isCancellation == true, "the consumer was not cancelled")
-                log.expect(source.peek()?.isCancellation == true, "every consumer gave up, the source was not cancelled")
+                log.expect(
+                    source.peek()?.isCancellation == true, "every consumer gave up, the source was not cancelled")
                 log.expect(log.count("onCancel") <= 1, "onCancel ran \(log.count("onCancel")) times")
                 if !source.isComplete { promise.succeed(ExplorePayload(1)) }
             }
