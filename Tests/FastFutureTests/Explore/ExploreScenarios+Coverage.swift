@@ -123,48 +123,8 @@
         /// the end is cancelled, the inner future completes. As `flatMap-both-ends`: the end
         /// completes once, with the inner value or cancelled; each `onCancel` once iff its future
         /// was cancelled; nothing stays allocated.
-        static let flatMapSecondRegistrationBothEnds = ExploreScenario("flatMap-second-registration-both-ends") {
-            variant in
-            let run = ExploreRun()
-            let log = run.log
-            let source = Promise<ExplorePayload>(variant: variant)
-            let inner = Promise<ExplorePayload>(variant: variant)
-            source.future.whenComplete { _ in log.event("first") }
-            let innerFuture = inner.future
-            let end = source.future.flatMap { value -> Future<ExplorePayload> in
-                log.event("body:\(value.id)")
-                return innerFuture
-            }
-            run.watch(source.future, "source")
-            run.watch(inner.future, "inner")
-            run.watch(end, "end")
-            source.onCancel { log.event("source:onCancel") }
-            inner.onCancel { log.event("inner:onCancel") }
-            end.whenComplete { log.event($0.isCancellation ? "end:cancelled" : "end:\($0.payloadID ?? -1)") }
-            run.threads = [
-                { source.tryComplete(.success(ExplorePayload(1))) },
-                {
-                    end.cancel()
-                    log.expect(end.isComplete, "cancel() returned before the end was complete")
-                },
-                { inner.tryComplete(.success(ExplorePayload(2))) },
-            ]
-            run.check = {
-                log.expect(source.future.isComplete && inner.future.isComplete && end.isComplete, "a future is pending")
-                let outcomes = log.events.filter { $0.hasPrefix("end:") }
-                log.expect(outcomes == ["end:cancelled"] || outcomes == ["end:2"], "end: \(log.events)")
-                if outcomes == ["end:2"] {
-                    log.expect(log.count("body:1") == 1, "the end has the inner value but the body never ran")
-                }
-                log.expect(log.count("body:1") <= 1, "body ran twice: \(log.events)")
-                log.expect(log.count("first") == 1, "first: \(log.events)")
-                for (name, future) in [("source", source.future), ("inner", inner.future)] {
-                    let cancelled = future.peek()?.isCancellation == true
-                    log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
-                }
-            }
-            return run
-        }
+        static let flatMapSecondRegistrationBothEnds = makeFlatMapBothEnds(
+            "flatMap-second-registration-both-ends", secondRegistration: true)
 
         /// A future whose promise is dropped while two threads register on it and drop their own
         /// references (counted as `swift_release` orders them: see `ExploreShared`): whichever

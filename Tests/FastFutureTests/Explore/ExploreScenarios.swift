@@ -569,14 +569,25 @@
         /// inner future), the end is cancelled, and the inner future completes. The end completes
         /// exactly once, with the inner value or cancelled; every `onCancel` runs once if its future
         /// was cancelled and never otherwise; nothing stays allocated.
-        static let flatMapBothEnds = ExploreScenario("flatMap-both-ends") { variant in
+        static let flatMapBothEnds = makeFlatMapBothEnds("flatMap-both-ends", secondRegistration: false)
+
+        /// The scenario of `flatMap-both-ends`; with `secondRegistration`, a callback registered
+        /// first takes the source's embedded node, so the `flatMap` step lives in a heap node
+        /// (a `_SlotNode`, refilled with a forward and re-pushed on the inner future).
+        static func makeFlatMapBothEnds(_ name: String, secondRegistration: Bool) -> ExploreScenario {
+            ExploreScenario(name) { variant in flatMapBothEndsRun(variant, secondRegistration: secondRegistration) }
+        }
+
+        static func flatMapBothEndsRun(_ variant: FutureVariant, secondRegistration: Bool) -> ExploreRun {
             let run = ExploreRun()
             let log = run.log
             let source = Promise<ExplorePayload>(variant: variant)
             let inner = Promise<ExplorePayload>(variant: variant)
+            if secondRegistration { source.future.whenComplete { _ in log.event("first") } }
+            let innerFuture = inner.future
             let end = source.future.flatMap { value -> Future<ExplorePayload> in
                 log.event("body:\(value.id)")
-                return inner.future
+                return innerFuture
             }
             run.watch(source.future, "source")
             run.watch(inner.future, "inner")
@@ -601,6 +612,7 @@
                     log.expect(inner.future.peek()?.payloadID == 2, "the end has a value the inner future does not")
                 }
                 log.expect(log.count("body:1") <= 1, "body ran twice: \(log.events)")
+                if secondRegistration { log.expect(log.count("first") == 1, "first: \(log.events)") }
                 for (name, future) in [("source", source.future), ("inner", inner.future)] {
                     let cancelled = future.peek()?.isCancellation == true
                     log.expect(log.count("\(name):onCancel") == (cancelled ? 1 : 0), "\(name) onCancel: \(log.events)")
