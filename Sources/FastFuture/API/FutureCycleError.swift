@@ -11,8 +11,9 @@
 /// What is detected: the body returned the derived future itself, or a pending future whose
 /// cancel target is the derived future - a cycle of two: a future made from it by
 /// `map`/`flatMap`/`recover`/.../`timeout(after:)` (whose source it is), or a `flatMap` future
-/// that follows it. (A `timeout` of the derived future would, without this error, time out and
-/// cancel it.) Longer cycles through other futures (three or more futures
+/// that follows it. (A `timeout` of the derived future would, without this error, fail with
+/// `FutureTimeoutError` after its duration, and cancel the derived future if nobody else wants
+/// it.) Longer cycles through other futures (three or more futures
 /// each following the next) are not detected and stay pending, as do two `flatMap` steps that
 /// start following each other at the same instant on two threads.
 public struct FutureCycleError: Error, Sendable, Hashable, CustomStringConvertible {

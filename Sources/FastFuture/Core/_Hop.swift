@@ -6,9 +6,12 @@ import AtomicsShim
 /// push one node twice, corrupting the inner future's callbacks. So the work claims the hop
 /// first, and a second claim traps, naming the executor, in every build.
 ///
-/// The work item captures only the hop, which is then its context: the hop replaces the context
-/// the closure would allocate for what it captured, so it costs no allocation - one atomic
-/// exchange per hop. `.inline` registrations (S1, S2, S4, S8) never hop and never reach it.
+/// The work item captures only the hop, which is then its context: in specialized code the hop
+/// replaces the context the closure would allocate for what it captured, so it costs no
+/// allocation - one atomic exchange per hop. (Unspecialized generic code also boxes the type
+/// metadata the closure needs: one more allocation there. Keep payloads values and structs - a
+/// registration, a `Body` enum - not bare closures, which would be reabstracted into another
+/// box.) `.inline` registrations (S1, S2, S4, S8) never hop and never reach it.
 ///
 /// - Note: `@unchecked Sendable`: `payload` is immutable, written in `init` before the hop is
 ///   handed to the executor (whose hand-off synchronizes, as the contract requires), and `_word`
