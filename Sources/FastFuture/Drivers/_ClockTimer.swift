@@ -34,8 +34,8 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
     private var clock: C?
     /// `nil`: never due (the duration was too long, see `Duration._timerNanoseconds`).
     private let deadline: C.Instant?
-    /// What to run; `nil` once fired or cancelled.
-    private var fire: (@Sendable () -> Void)?
+    /// What to run; `nil` once fired or cancelled. Every access goes through `fire`.
+    private var _fire: (@Sendable () -> Void)?
     /// How to stop the armed timer: the clock's handle, or the sleeping task.
     private var scheduled: ScheduledCallback?
     private var task: Task<Void, Never>?
@@ -45,7 +45,28 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
     init(clock: C, after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
         self.clock = clock
         self.deadline = delay._isNever ? nil : clock.now.advanced(by: max(delay, .zero))
-        self.fire = fire
+        self._fire = fire
+    }
+
+    #if FF_EXPLORE
+        deinit {
+            // Another timer may be made at this address later in the same schedule.
+            _exploreFree(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+        }
+    #endif
+
+    /// What to run; `nil` once fired or cancelled. Exploration builds record each access as
+    /// data (keyed by the timer's address), so that the explorer checks it happens after the
+    /// write it reads (see `_exploreRead`): the lock's happens-before, not only its exclusion.
+    private var fire: (@Sendable () -> Void)? {
+        get {
+            _exploreRead(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+            return _fire
+        }
+        set {
+            _exploreWrite(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+            _fire = newValue
+        }
     }
 
     func start() {

@@ -27,6 +27,10 @@
 /// Entries are removed from the heap in O(log n) when cancelled: a cancelled timer releases its
 /// closure (and whatever it captures) at once, not at its deadline.
 ///
+/// Exploration builds (`-DFF_EXPLORE`, scripts/explore) start no thread: the scenario's threads
+/// take the leader's step themselves (`fireEarliest()`), and the mutex is the futex lock of
+/// `.locked` futures (as `_DriverLock`'s), whose operations the explorer schedules and orders.
+///
 /// - Note: `@unchecked Sendable`: every stored `var` (and every `_TimerEntry`'s mutable state)
 ///   is read and written only under `mutex`; the condition variables and the mutex are
 ///   `pthread` objects at stable addresses, thread-safe by contract.
@@ -35,6 +39,11 @@ internal final class _TimerThreads: @unchecked Sendable {
     static let shared = _TimerThreads()
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    #if FF_EXPLORE
+        /// The lock of exploration builds (see the type's comment); `mutex` only pairs with the
+        /// condition variables, which no thread waits on there.
+        private let exploreLock = UnsafeMutablePointer<_LockStorage>.allocate(capacity: 1)
+    #endif
     /// The leader waits here for the earliest deadline (signalled when it changes).
     private let leaderCondition: UnsafeMutablePointer<pthread_cond_t>
     /// Idle followers wait here (signalled when the leader gives up the lead).
@@ -61,6 +70,29 @@ internal final class _TimerThreads: @unchecked Sendable {
         if rc != 0 { fatalError("FastFuture: pthread_mutex_init for the timer threads failed (\(rc))") }
         leaderCondition = Self.makeCondition()
         followerCondition = Self.makeCondition()
+        #if FF_EXPLORE
+            exploreLock.initialize(to: .unlocked)
+        #endif
+    }
+
+    /// Takes `mutex` (exploration builds: see the type's comment).
+    @inline(__always)
+    private func lock() {
+        #if FF_EXPLORE
+            _FutureLock(exploreLock).lock()
+        #else
+            pthread_mutex_lock(mutex)
+        #endif
+    }
+
+    /// Releases what `lock()` took.
+    @inline(__always)
+    private func unlock() {
+        #if FF_EXPLORE
+            _FutureLock(exploreLock).unlock()
+        #else
+            pthread_mutex_unlock(mutex)
+        #endif
     }
 
     private static func makeCondition() -> UnsafeMutablePointer<pthread_cond_t> {
@@ -112,21 +144,25 @@ internal final class _TimerThreads: @unchecked Sendable {
             // A new earliest deadline: the leader's wait is too long now.
             pthread_cond_signal(leaderCondition)
         }
-        guard threadCount == 0 else { return false }
-        threadCount = 1
-        startingCount = 1
-        return true
+        #if FF_EXPLORE
+            return false  // no threads: scenario threads take the leader's step (`fireEarliest`)
+        #else
+            guard threadCount == 0 else { return false }
+            threadCount = 1
+            startingCount = 1
+            return true
+        #endif
     }
 
     /// Arms `entry` at its deadline, unless it was cancelled first.
     func schedule(_ entry: _TimerEntry) {
-        pthread_mutex_lock(mutex)
+        lock()
         guard entry.fire != nil, entry.heapIndex < 0 else {
-            pthread_mutex_unlock(mutex)
+            unlock()
             return
         }
         let mustStart = insertLocked(entry)
-        pthread_mutex_unlock(mutex)
+        unlock()
         if mustStart { startThread() }
     }
 
@@ -134,13 +170,34 @@ internal final class _TimerThreads: @unchecked Sendable {
     /// call cancelled it (it had neither fired nor been cancelled). The closure is released
     /// by the caller's return, outside the mutex (releasing it may run arbitrary deinits).
     func cancel(_ entry: _TimerEntry) -> Bool {
-        pthread_mutex_lock(mutex)
+        lock()
         let fire = entry.fire
         entry.fire = nil
         if entry.heapIndex >= 0 { removeLocked(at: entry.heapIndex) }
-        pthread_mutex_unlock(mutex)
+        unlock()
         return fire != nil
     }
+
+    #if FF_EXPLORE
+        /// Exploration builds: the leader's step, taken by a scenario thread - the earliest entry's
+        /// deadline has come: pop it and take its closure under the mutex (`takeEarliestLocked`,
+        /// as `lead()` does), then run it outside. Returns whether a closure ran.
+        @discardableResult
+        func fireEarliest() -> Bool {
+            lock()
+            let fire = heap.isEmpty ? nil : takeEarliestLocked()
+            unlock()
+            fire?()
+            return fire != nil
+        }
+
+        /// Exploration builds: the entries in the heap (armed, neither fired nor cancelled).
+        var pendingCount: Int {
+            lock()
+            defer { unlock() }
+            return heap.count
+        }
+    #endif
 
     // MARK: The heap (all under the mutex)
 
@@ -209,11 +266,11 @@ internal final class _TimerThreads: @unchecked Sendable {
             }, nil)
         pthread_attr_destroy(&attributes)
         guard rc != 0 else { return }
-        pthread_mutex_lock(mutex)
+        lock()
         threadCount -= 1
         startingCount -= 1
         let none = threadCount == 0
-        pthread_mutex_unlock(mutex)
+        unlock()
         // Without any timer thread no deadline can ever pass: that is fatal. An extra thread
         // that cannot start only costs lateness - the thread that wanted it takes the lead
         // again once its fire returns.
@@ -287,12 +344,18 @@ internal final class _TimerThreads: @unchecked Sendable {
                 _ = wait(leaderCondition, until: first.deadline)
                 continue
             }
-            removeLocked(at: 0)
-            if let fire = first.fire {
-                first.fire = nil
-                return fire
-            }
+            if let fire = takeEarliestLocked() { return fire }
         }
+    }
+
+    /// Pops the earliest entry (the heap is not empty) and takes its closure: `nil` if it had
+    /// none. The caller holds the mutex.
+    private func takeEarliestLocked() -> (@Sendable () -> Void)? {
+        let first = heap[0]
+        removeLocked(at: 0)
+        let fire = first.fire
+        first.fire = nil
+        return fire
     }
 }
 
@@ -316,8 +379,22 @@ internal final class _TimerEntry: _Timer, @unchecked Sendable {
     fileprivate var heapIndex = -1
     /// The monotonic deadline in nanoseconds (`UInt64.max`: never).
     fileprivate let deadline: UInt64
-    /// What to run; `nil` once fired or cancelled.
-    fileprivate var fire: (@Sendable () -> Void)?
+    /// What to run; `nil` once fired or cancelled. Every access goes through `fire`.
+    private var _fire: (@Sendable () -> Void)?
+
+    /// What to run; `nil` once fired or cancelled. Exploration builds record each access as
+    /// data (keyed by the entry's address), so that the explorer checks it happens after the
+    /// write it reads (see `_exploreRead`): the mutex's happens-before, not only its exclusion.
+    fileprivate var fire: (@Sendable () -> Void)? {
+        get {
+            _exploreRead(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+            return _fire
+        }
+        set {
+            _exploreWrite(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+            _fire = newValue
+        }
+    }
 
     /// Creates the timer, due `delay` from now (zero or negative: at once); it does nothing
     /// until ``start()``.
@@ -328,8 +405,15 @@ internal final class _TimerEntry: _Timer, @unchecked Sendable {
     ///   - fire: Runs once, on a FastFuture timer thread, when the deadline passes.
     init(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
         self.deadline = _TimerThreads.deadline(after: delay) ?? UInt64.max
-        self.fire = fire
+        self._fire = fire
     }
+
+    #if FF_EXPLORE
+        deinit {
+            // Another entry may be made at this address later in the same schedule.
+            _exploreFree(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+        }
+    #endif
 
     /// Arms the timer. Call at most once; a no-op after `cancel()` or for a deadline that never
     /// comes.
