@@ -1,24 +1,3 @@
-/// A one-shot timer that can be the upstream of a future: `_TimerEntry` (FastFuture's timer
-/// threads) or `_ClockTimer` (any other clock).
-///
-///     created ──start()──▶ armed ──deadline──▶ fired (the closure runs once)
-///        │                   │
-///        └──── cancel() ─────┴──▶ cancelled (the closure is released at once, never runs)
-internal protocol _Timer: _Cancellable, Sendable {
-    /// Arms the timer. Call at most once; a no-op after `cancel()` or when it never comes.
-    func start()
-
-    /// Returns `true` if this call cancelled the timer (its closure has not started and never
-    /// will); `false` if it has fired or is firing, or was cancelled before.
-    @discardableResult
-    func cancel() -> Bool
-}
-
-extension Duration {
-    /// Whether a timer of this duration never fires (see `_timerNanoseconds`).
-    internal var _isNever: Bool { _timerNanoseconds == nil }
-}
-
 /// A timer on a user's clock: scheduled with the clock's own ``CallbackSchedulingClock``
 /// method if it has one (a manual clock fires it inside `advance`), otherwise by a `Task` that
 /// sleeps until the deadline on the clock (cancelled with the timer), which runs the closure on
