@@ -1,4 +1,5 @@
 import FastFuture
+import Synchronization
 import Testing
 
 /// A future that would complete with itself - a `flatMap`/`flatMapError` body returning the
@@ -98,5 +99,172 @@ struct SelfCompletionTests {
         // Returning the step's own (complete) source is no cycle either.
         let source = Future<Int>.succeeded(5, variant: variant)
         #expect(try source.flatMap { _ in source }.peek()?.get() == 5)
+    }
+
+    // MARK: Cycles of three futures or more
+
+    /// `count` flatMap futures in a ring: future `i` follows future `i + 1` (the last, the
+    /// first) once promise `i` completes. Whatever the order, the promise that completes last
+    /// closes the cycle.
+    private struct Ring: Sendable {
+        let promises: [Promise<Int>]
+        let futures: [Future<Int>]
+
+        init(_ count: Int, variant: FutureVariant) {
+            let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+            let slots = (0..<count).map { _ in Slot<Int>() }
+            for index in 0..<count {
+                let next = slots[(index + 1) % count]
+                slots[index].future = promises[index].future.flatMap { _ in next.future! }
+            }
+            self.promises = promises
+            self.futures = slots.map { $0.future! }
+        }
+    }
+
+    private func expectRingFailed(_ ring: Ring, _ comment: Comment) {
+        for (index, future) in ring.futures.enumerated() {
+            expectCycleError(future, "\(comment), future \(index) of \(ring.futures.count)")
+        }
+    }
+
+    @Test(arguments: FutureVariant.allCases, [3, 4, 10])
+    func ringOfFlatMapsClosedAtTheEndFails(variant: FutureVariant, count: Int) {
+        let ring = Ring(count, variant: variant)
+        for index in 0..<count - 1 {
+            ring.promises[index].succeed(index)
+            #expect(ring.futures[index].isComplete == false, "no cycle yet at \(index)")
+        }
+        ring.promises[count - 1].succeed(count - 1)
+        expectRingFailed(ring, "closed by the last")
+    }
+
+    @Test(arguments: FutureVariant.allCases, [3, 4, 10])
+    func ringOfFlatMapsClosedAtTheStartFails(variant: FutureVariant, count: Int) {
+        let ring = Ring(count, variant: variant)
+        for index in (1..<count).reversed() {
+            ring.promises[index].succeed(index)
+            #expect(ring.futures[index].isComplete == false, "no cycle yet at \(index)")
+        }
+        ring.promises[0].succeed(0)
+        expectRingFailed(ring, "closed by the first")
+    }
+
+    /// Links made from both ends towards the middle, which closes the cycle.
+    @Test(arguments: FutureVariant.allCases, [3, 4, 10])
+    func ringOfFlatMapsClosedInTheMiddleFails(variant: FutureVariant, count: Int) {
+        let ring = Ring(count, variant: variant)
+        let middle = count / 2
+        for index in Array(0..<middle) + Array((middle + 1)..<count).reversed() {
+            ring.promises[index].succeed(index)
+        }
+        #expect(ring.futures.allSatisfy { !$0.isComplete })
+        ring.promises[middle].succeed(middle)
+        expectRingFailed(ring, "closed in the middle")
+    }
+
+    /// A cycle through other steps: `a` follows `c`, a `map` of `b`; `b` follows a `recover`
+    /// of `a`... the walk goes through any future's upstream word, not only `flatMap`'s.
+    @Test(arguments: FutureVariant.allCases)
+    func cycleThroughMapAndRecoverStepsFails(variant: FutureVariant) {
+        let pa = Promise<Int>(variant: variant)
+        let pb = Promise<Int>(variant: variant)
+        let slotA = Slot<Int>()
+        let slotB = Slot<Int>()
+        slotA.future = pa.future.flatMap { _ in slotB.future!.map { $0 + 1 } }
+        slotB.future = pb.future.flatMap { _ in slotA.future!.recover { _ in 0 }.map { $0 } }
+        pa.succeed(1)
+        #expect(slotA.future?.isComplete == false)
+        pb.succeed(2)
+        expectCycleError(slotB.future, "b follows a recover of a, which follows a map of b")
+        expectCycleError(slotA.future, "a follows a map of b")
+    }
+
+    /// The futures of a failed cycle are freed: the cycle of upstream references is broken.
+    @Test(arguments: FutureVariant.allCases)
+    func failedRingIsFreed(variant: FutureVariant) {
+        weak var first: Future<Int>?
+        weak var last: Future<Int>?
+        do {
+            let ring = Ring(5, variant: variant)
+            first = ring.futures[0]
+            last = ring.futures[4]
+            for promise in ring.promises { promise.succeed(0) }
+            expectRingFailed(ring, "closed")
+        }
+        #expect(first == nil && last == nil, "a future of the failed ring is still alive")
+    }
+
+    /// Not a cycle: a long chain of pending follows (each `flatMap` returns the previous one) is
+    /// followed as before, and completes with the value at its root.
+    @Test(arguments: FutureVariant.allCases)
+    func longChainOfPendingFollowsIsNoCycle(variant: FutureVariant) throws {
+        let root = Promise<Int>(variant: variant)
+        var previous = root.future
+        var triggers: [Promise<Int>] = []
+        for _ in 0..<100 {
+            let trigger = Promise<Int>(variant: variant)
+            let inner = previous
+            previous = trigger.future.flatMap { _ in inner }
+            triggers.append(trigger)
+        }
+        for trigger in triggers { trigger.succeed(0) }
+        #expect(previous.isComplete == false)
+        root.succeed(7)
+        #expect(try previous.peek()?.get() == 7)
+    }
+
+    /// Two threads close the same cycle from both ends at the same time: at least one of them
+    /// sees it, so every future of the ring fails (none stays pending), and none deadlocks.
+    @Test(arguments: FutureVariant.allCases, [3, 4, 10])
+    func ringClosedFromBothEndsByTwoThreadsFails(variant: FutureVariant, count: Int) {
+        let rounds = max(50, Stress.rounds / (count * 2))
+        let rings = (0..<rounds).map { _ in Ring(count, variant: variant) }
+        for ring in rings {
+            // Every link but the two ends' is made first.
+            for index in 1..<count - 1 { ring.promises[index].succeed(index) }
+        }
+        let line = StartingLine(parties: 2)
+        TestThreads.run(2) { thread in
+            for ring in rings {
+                line.wait()
+                ring.promises[thread == 0 ? 0 : count - 1].succeed(thread)
+            }
+        }
+        for (round, ring) in rings.enumerated() {
+            expectRingFailed(ring, "round \(round)")
+        }
+    }
+
+    /// Cancelling a future of a ring while the other links are being made (and walked): the
+    /// cancellation and the cycle error both end the ring - every future completes, once.
+    @Test(arguments: FutureVariant.allCases)
+    func ringCancelledWhileItClosesCompletes(variant: FutureVariant) {
+        let rounds = max(50, Stress.rounds / 8)
+        let count = 4
+        let rings = (0..<rounds).map { _ in Ring(count, variant: variant) }
+        let completions = Atomic<Int>(0)
+        for ring in rings {
+            for future in ring.futures {
+                future.whenComplete { _ in completions.add(1, ordering: .relaxed) }
+            }
+            for index in 1..<count - 1 { ring.promises[index].succeed(index) }
+        }
+        let line = StartingLine(parties: 3)
+        TestThreads.run(3) { thread in
+            for ring in rings {
+                line.wait()
+                switch thread {
+                case 0: ring.promises[0].succeed(0)
+                case 1: ring.promises[count - 1].succeed(0)
+                default: ring.futures[1].cancel()
+                }
+            }
+        }
+        for (round, ring) in rings.enumerated() {
+            let pending = ring.futures.filter { !$0.isComplete }.count
+            #expect(pending == 0, "round \(round): a future of the ring is pending")
+        }
+        #expect(completions.load(ordering: .relaxed) == rounds * count, "a callback ran twice or never")
     }
 }

@@ -2,9 +2,26 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// `Future.zip` of 3, 4 and 5 futures of different types.
+/// `Future.zip` of 2, 3, 4 and 5 futures of different types.
 @Suite(.timeLimit(.minutes(1)))
 struct ZipTests {
+    @Test("zip of 2: both values in argument order; the first failure fails it", arguments: FutureVariant.allCases)
+    func zip2(variant: FutureVariant) throws {
+        let a = Promise<Int>(variant: variant)
+        let b = Promise<String>(variant: variant)
+        let zipped = Future.zip(a.future, b.future)
+        #expect(zipped.variant == variant)
+        b.succeed("b")
+        #expect(!zipped.isComplete)
+        a.succeed(1)
+        let (x, y) = try #require(try zipped.peek()?.get())
+        #expect(x == 1 && y == "b")
+
+        struct Boom: Error {}
+        let failing = Future.zip(Future<Int>.failed(Boom(), variant: variant), Promise<Int>(variant: variant).future)
+        #expect(throws: Boom.self) { try failing.peek()?.get() }
+    }
+
     @Test(
         "zip of 3 succeeds with the values in argument order, whatever the completion order",
         arguments: FutureVariant.allCases)

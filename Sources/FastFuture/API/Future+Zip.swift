@@ -1,4 +1,5 @@
-// `zip` of three to five futures of different types. (Two: `a.and(b)`.)
+// `zip` of two to five futures of different types. (Two: `a.and(b)`, under the name users
+// look for first.)
 //
 // Each input is mapped into one case of `_ZipElement`, the mapped futures are gathered by one
 // `all`, and the array is unpacked into the tuple: n + 2 futures for n inputs, and `all`'s
@@ -6,6 +7,24 @@
 // `all`, which cancels every pending mapped input, which cancels its source.
 
 extension Future {
+    /// Returns a future of the two inputs' values, once both have succeeded: `a.and(b)`.
+    ///
+    /// ```swift
+    /// Future.zip(loadUser(id), loadPosts(id)).whenSuccess { user, posts in show(user, posts) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - a: The first input; the zip has its variant.
+    ///   - b: The second input.
+    /// - Returns: A future of `(a, b)`'s values. It fails with the first failure (by time),
+    ///   leaving the other input alone. Cancelling it cancels both inputs.
+    @inlinable
+    public static func zip<A: Sendable, B: Sendable>(
+        _ a: Future<A>, _ b: Future<B>
+    ) -> Future<Value> where Value == (A, B) {
+        a.and(b)
+    }
+
     /// Returns a future of the three inputs' values, once all have succeeded.
     ///
     /// ```swift

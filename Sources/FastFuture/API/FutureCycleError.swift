@@ -1,6 +1,7 @@
 /// The error of a future that would complete with itself: a `flatMap` or `flatMapError` body
 /// returned the future that the `flatMap` returned, or a future that waits on it (a chain step
-/// derived from it, or a `flatMap` that follows it), so it could never complete. Without this
+/// derived from it, a `flatMap` that follows it, or a future that waits on one of those, in a
+/// cycle of any length), so it could never complete. Without this
 /// error such a future would stay pending forever (Promises/A+ 2.3.1 rejects it the same way).
 ///
 /// ```swift
@@ -8,14 +9,25 @@
 /// loop = source.flatMap { _ in loop }     // fails with FutureCycleError
 /// ```
 ///
-/// What is detected: the body returned the derived future itself, or a pending future whose
-/// cancel target is the derived future - a cycle of two: a future made from it by
-/// `map`/`flatMap`/`recover`/.../`timeout(after:)` (whose source it is), or a `flatMap` future
-/// that follows it. (A `timeout` of the derived future would, without this error, fail with
-/// `FutureTimeoutError` after its duration, and cancel the derived future if nobody else wants
-/// it.) Longer cycles through other futures (three or more futures
-/// each following the next) are not detected and stay pending, as do two `flatMap` steps that
-/// start following each other at the same instant on two threads.
+/// What is detected: the body returned the derived future itself, or a pending future that
+/// waits on it through a chain of futures, each the cancel target of the one before - a future
+/// made from it by `map`/`flatMap`/`recover`/.../`timeout(after:)` (whose source it is), a
+/// `flatMap` future that follows it, a future made from one of those, and so on: a cycle of two
+/// futures or of many (`a` follows `b`, which follows `c`, which follows `a`). Every future of
+/// the cycle then fails with this error. (A `timeout` of the derived future would, without this
+/// error, fail with `FutureTimeoutError` after its duration, and cancel the derived future if
+/// nobody else wants it.) Two steps that close one cycle at the same instant on two threads: at
+/// least one of them sees it.
+///
+/// Not detected: a cycle through a combinator (`all`, `zip`, `first`, ...), a `cascade(to:)`
+/// or a promise completed from a callback - the chain of cancel targets ends there - and a
+/// cycle of more than 64 futures.
+///
+/// Cost: only a `flatMap`/`flatMapError` step whose body returns a *pending* future that is
+/// itself made from another future looks: it reads the upstream words of the futures that one
+/// waits on, until one holds no future (usually one or two): one small allocation for the walk,
+/// and two compare-and-swaps per future read through. Chains without a `flatMap`, and a body that
+/// returns a complete future or a promise's future, do not look.
 public struct FutureCycleError: Error, Sendable, Hashable, CustomStringConvertible {
     public init() {}
 

@@ -12,13 +12,163 @@ extension Future {
     /// future). It loads one word of `inner` (which the caller holds) and compares it with this
     /// future's address: nothing is dereferenced, retained or written, so a concurrent
     /// completer or `replaceUpstream` of `inner` cannot make it unsafe, only make the answer
-    /// stale. A stale `false` leaves the cycle pending, as before; a stale `true` needs
-    /// `inner` to have waited on this future a moment ago, which only happens in a cycle (this
-    /// future completes only through its step, which is running here, or a cancel - that
-    /// `inner` forwards to this future, completing it too).
+    /// stale. A stale `false` is caught by `_isReached(from:)`, which the caller runs next; a
+    /// stale `true` needs `inner` to have waited on this future a moment ago, which only
+    /// happens in a cycle (this future completes only through its step, which is running here,
+    /// or a cancel - that `inner` forwards to this future, completing it too).
     @usableFromInline
     internal func _isWaitedOn(by inner: AnyObject) -> Bool {
         let word = ff_atomic_word_load_relaxed(_FutureCore(inner).upstream)
         return word == UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Whether this future - a `flatMap` step's derived future that has just started following
+    /// `inner` (its upstream word points at `inner`) - is reached from `inner` by following
+    /// upstream words from future to future: `inner` waits on a future that waits on ... this
+    /// one, a cycle of any length (up to `_cycleWalkLimit` futures), in which no future could
+    /// ever complete.
+    ///
+    /// Called on the pending-follow path only, after the link to `inner` was published: of two
+    /// steps that close one cycle at the same time, each publishes its link (a read-modify-write
+    /// of its derived future's upstream word) before it walks, and the walk reads every word on
+    /// its way with a read-modify-write (the borrow, see `_FutureCore.upstreamTarget`), so at
+    /// least one of them sees the other's link. A walk that sees the cycle fails its derived
+    /// future; the cycle's other futures then fail through their forwards.
+    ///
+    /// The walk stops at the first word that holds no future (a promise's future, a timer, a
+    /// combinator's state, a complete future), so a follow without a cycle usually walks one or
+    /// two futures.
+    @inlinable
+    internal func _isReached(from inner: AnyObject) -> Bool {
+        _FutureCore.isReached(self, from: inner)
+    }
+}
+
+extension _FutureCore {
+    /// `Future._isReached(from:)`, not generic.
+    @usableFromInline @inline(never)
+    static func isReached(_ target: AnyObject, from inner: AnyObject) -> Bool {
+        let targetWord = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
+        var current: AnyObject = inner
+        var spare: _UpstreamBorrow? = nil
+        for step in 0..<_cycleWalkLimit {
+            // `inner` is a future; a later object is checked.
+            if step > 0, !(current is any _UpstreamWalkable) { return false }
+            let core = _FutureCore(current)
+            // Without a borrow: the word is the target (the common way a cycle closes), or
+            // holds nothing to walk.
+            let word = ff_atomic_word_load_acquire(core.upstream)
+            if word == targetWord { return true }
+            if word == _Upstream.none || word == _Upstream.closed { return false }
+            guard let next = core.upstreamTarget(spare: &spare) else { return false }
+            if next === target { return true }
+            current = next
+        }
+        return false
+    }
+}
+
+/// How many futures `Future._isReached(from:)` walks at most: longer cycles are not detected
+/// (and stay pending, as any future that nothing completes).
+@usableFromInline
+internal var _cycleWalkLimit: Int { 64 }
+
+/// The futures: what a cycle walk reads the upstream word of (an upstream word may also hold a
+/// timer, a combinator's state, a retry's driver - objects without one).
+@usableFromInline
+internal protocol _UpstreamWalkable: AnyObject {}
+
+extension Future: _UpstreamWalkable {}
+
+/// What a cycle walk puts in a `.lockFree` future's upstream word while it reads through it:
+/// a stand-in that owns the word's reference to the object it replaced (`target`) and acts
+/// for it.
+///
+/// A completer that takes the stand-in instead of the object gets the same outcome: its
+/// release (`releaseUpstream`) releases the stand-in and so the object; its cancellation
+/// (`cancelAndReleaseUpstream`) reaches `_cancelFromDownstream`, which forwards it to the
+/// object, in the same trampoline run. A `replaceUpstream` releases it as it would the object.
+/// A walk that finds a stand-in in a word it borrows looks through it (`target`).
+///
+/// - Note: `@unchecked Sendable`: `target` is written only by the walk that owns the stand-in
+///   while no word holds it (before the compare-and-swap that puts it in a word - whose release
+///   publishes it - and after the compare-and-swap that takes it back out); once another thread
+///   took it out of a word (an acquire), the walk never writes it again, and whoever holds it
+///   from then on only reads it (and its deinit releases it).
+@usableFromInline
+internal final class _UpstreamBorrow: _Cancellable, @unchecked Sendable {
+    /// The borrowed object (+1), or 0.
+    @usableFromInline var target: UInt = 0
+
+    @usableFromInline init() {}
+
+    @usableFromInline
+    func _cancelFromDownstream() {
+        if target != 0, let object = Unmanaged<AnyObject>.fromWord(target).takeUnretainedValue() as? any _Cancellable {
+            _Trampoline.run(.cancel(object))
+        }
+    }
+
+    deinit {
+        if target != 0 { Unmanaged<AnyObject>.fromWord(target).release() }
+    }
+}
+
+extension _FutureCore {
+    /// What this future's upstream word points at, retained, or `nil` if it holds nothing (or
+    /// changed so that the caller should stop): the future is alive (the caller holds it), but
+    /// the object in its word is kept alive only by the word, which a completer may take and
+    /// release at any time. So the walk takes the word's reference first - under the lock of a
+    /// `.locked` future; for a `.lockFree` one by a compare-and-swap that puts a stand-in
+    /// (`_UpstreamBorrow`, `spare` if the walk has one) in its place - retains the object, and
+    /// puts it back with a second compare-and-swap. If that fails, a completer or a
+    /// `replaceUpstream` took the stand-in, with the object (see `_UpstreamBorrow`), and the
+    /// walk leaves it to them.
+    @usableFromInline
+    func upstreamTarget(spare: inout _UpstreamBorrow?) -> AnyObject? {
+        if let mutex {
+            mutex.lock()
+            defer { mutex.unlock() }
+            let word = ff_atomic_word_load_relaxed(upstream)
+            if word == _Upstream.none || word == _Upstream.closed { return nil }
+            return Unmanaged<AnyObject>.fromWord(word).takeUnretainedValue()
+        }
+        let borrow = spare ?? _UpstreamBorrow()
+        spare = nil
+        var word = ff_atomic_word_load_acquire(upstream)
+        while true {
+            if word == _Upstream.none || word == _Upstream.closed {
+                spare = borrow
+                return nil
+            }
+            borrow.target = word
+            let standIn = UInt(bitPattern: Unmanaged.passRetained(borrow).toOpaque())
+            // acq_rel: acquire takes the word's reference to the object (published by the
+            // release of `replaceUpstream`); release publishes `target` to whoever takes the
+            // stand-in out.
+            var expected = word
+            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(upstream, &expected, standIn) { break }
+            borrow.target = 0
+            Unmanaged<_UpstreamBorrow>.fromWord(standIn).release()
+            word = expected
+        }
+        // The stand-in holds the object now: retain it for the walk (an explicit retain, made
+        // before the word is given back), looking through the stand-ins that other walks left in
+        // the word - each held by the one before, so no one else writes its `target`.
+        var target = word
+        while target != 0, let other = Unmanaged<AnyObject>.fromWord(target).takeUnretainedValue() as? _UpstreamBorrow {
+            target = other.target
+        }
+        let retained = target == 0 ? nil : Unmanaged<AnyObject>.fromWord(target).retain()
+        let standIn = UInt(bitPattern: Unmanaged.passUnretained(borrow).toOpaque())
+        var expected = standIn
+        // acq_rel: release gives the word's reference back with the object (to the completer's
+        // acquire); acquire, on failure, orders this walk after whoever took the stand-in.
+        if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(upstream, &expected, word) {
+            borrow.target = 0
+            Unmanaged<_UpstreamBorrow>.fromWord(standIn).release()
+            spare = borrow
+        }
+        return retained?.takeRetainedValue()
     }
 }

@@ -86,8 +86,8 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             return
         }
         if inner === derived || derived._isWaitedOn(by: inner) {
-            // It would complete with itself: fail it rather than leave it pending forever
-            // (see `_isWaitedOn(by:)` and `FutureCycleError`).
+            // It would complete with itself (directly, or in a cycle of two): fail it rather than
+            // leave it pending forever (see `_isWaitedOn(by:)` and `FutureCycleError`).
             derived._complete(.failure(FutureCycleError()))
             return
         }
@@ -96,6 +96,13 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             // normally, so it was cancelled: pass that on to the inner future (forwarded: it
             // cancels it only if nobody else wants it).
             inner._withdraw()
+            return
+        }
+        if derived._isReached(from: inner) {
+            // A longer cycle: `inner` waits on a future that waits on ... the derived future.
+            // Fail it (its completion takes `inner` out of the upstream word, without a cancel);
+            // the cycle's other futures fail through their forwards.
+            derived._complete(.failure(FutureCycleError()))
             return
         }
         if let node {
