@@ -14,17 +14,7 @@ struct CompletionFastPathTests {
     // MARK: - Values whose lifetime the tests count
 
     /// A reference whose deinit is counted: a value destroyed twice or never shows up.
-    final class Counted: Sendable {
-        let deinits: AtomicCount
-        let id: Int
-
-        init(_ deinits: AtomicCount, id: Int = 0) {
-            self.deinits = deinits
-            self.id = id
-        }
-
-        deinit { deinits.increment() }
-    }
+    typealias Counted = DeinitCounted
 
     /// An existential error holding a counted reference.
     struct CountedError: Error {
@@ -32,7 +22,7 @@ struct CompletionFastPathTests {
     }
 
     /// 24 bytes, not trivial: lives in the result cell and must be destroyed there.
-    struct ThreeWords: Sendable {
+    struct CountedThreeWords: Sendable {
         let counted: Counted
         let a: Int
         let b: Int
@@ -45,15 +35,6 @@ struct CompletionFastPathTests {
         let b: Int
         let c: Int
         let d: Int
-    }
-
-    /// Trivial values: in the cell (24 bytes) and boxed (40 bytes).
-    struct TrivialThree: Sendable, Equatable {
-        var a, b, c: Int
-    }
-
-    struct TrivialBig: Sendable, Equatable {
-        var a, b, c, d, e: Int
     }
 
     /// A generic maker and reader kept out of the optimizer's reach: in a release build the
@@ -83,17 +64,6 @@ struct CompletionFastPathTests {
     @inline(never) @_optimize(none)
     static func registerGeneric<T: Sendable>(_ future: Future<T>, into box: LockedBox<[T]>) {
         future.whenSuccess { value in box.append(value) }
-    }
-
-    /// Whether `condition` holds within 10 s, polled: for what a finished test thread still
-    /// holds for a moment (a `Thread` releases its closure after the body signalled it is done).
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + .seconds(10)
-        while !condition() {
-            if DispatchTime.now() > deadline { return false }
-            TestThreads.yield()
-        }
-        return true
     }
 
     // MARK: - The lone embedded registration, run in place
@@ -355,7 +325,7 @@ struct CompletionFastPathTests {
                 #expect(deinits.load() == 0, "a value was destroyed while its future is alive")
             }
         }
-        #expect(Self.eventually { deinits.load() == count }, "each value destroyed exactly once")
+        #expect(eventually { deinits.load() == count }, "each value destroyed exactly once")
     }
 
     /// Guard (TSan): the values of the previous race are freed exactly once when the futures go.
@@ -378,7 +348,7 @@ struct CompletionFastPathTests {
             #expect(wrongValues.isEmpty, "map saw the wrong value: \(wrongValues.prefix(5).map(\.offset))")
             withExtendedLifetime(promises) { #expect(deinits.load() == 0) }
         }
-        #expect(Self.eventually { deinits.load() == count })
+        #expect(eventually { deinits.load() == count })
     }
 
     /// Guard (TSan): one registrant racing one completer for a future's lone embedded node: the
@@ -496,7 +466,7 @@ struct CompletionFastPathTests {
             made += 1
             let reference = Self.make(.success(counted), making, variant)
             bad += Self.readAll(reference) { $0.id == 1 }.map { "reference: \($0)" }
-            let three = Self.make(.success(ThreeWords(counted: Counted(deinits, id: 2), a: 3, b: 4)), making, variant)
+            let three = Self.make(.success(CountedThreeWords(counted: Counted(deinits, id: 2), a: 3, b: 4)), making, variant)
             made += 1
             bad += Self.readAll(three) { $0.counted.id == 2 && $0.a == 3 && $0.b == 4 }.map { "three: \($0)" }
             let big = Self.make(
@@ -546,13 +516,13 @@ struct CompletionFastPathTests {
     func trivialValuesReadBack(variant: FutureVariant, making: Making) {
         var bad: [String] = []
         bad += Self.readAll(Self.make(.success(42), making, variant)) { $0 == 42 }.map { "int: \($0)" }
-        let three = TrivialThree(a: 1, b: 2, c: 3)
+        let three = ThreeWords(a: 1, b: 2, c: 3)
         bad += Self.readAll(Self.make(.success(three), making, variant)) { $0 == three }.map { "three: \($0)" }
-        let big = TrivialBig(a: 1, b: 2, c: 3, d: 4, e: 5)
+        let big = FiveWords(a: 1, b: 2, c: 3, d: 4, e: 5)
         bad += Self.readAll(Self.make(.success(big), making, variant)) { $0 == big }.map { "big: \($0)" }
         bad += Self.readAll(Self.make(.success(()), making, variant)) { _ in true }.map { "void: \($0)" }
         bad += Self.readAll(Self.make(.success(true), making, variant)) { $0 }.map { "bool: \($0)" }
-        let failed: Future<TrivialThree> = Self.make(.failure(TestFailure(3)), making, variant)
+        let failed: Future<ThreeWords> = Self.make(.failure(TestFailure(3)), making, variant)
         if case .failure(let error as TestFailure)? = failed.peek(), error.code == 3 {} else { bad.append("failure") }
         #expect(bad.isEmpty, "\(bad)")
     }
@@ -562,11 +532,11 @@ struct CompletionFastPathTests {
     func awaitReadsAndFreesOnce(variant: FutureVariant) async throws {
         let deinits = AtomicCount()
         do {
-            let promise = Promise<ThreeWords>(variant: variant)
+            let promise = Promise<CountedThreeWords>(variant: variant)
             let big = Promise<Big>(variant: variant)
             async let three = promise.future.value
             async let boxed = big.future.value
-            promise.succeed(ThreeWords(counted: Counted(deinits, id: 1), a: 2, b: 3))
+            promise.succeed(CountedThreeWords(counted: Counted(deinits, id: 1), a: 2, b: 3))
             big.succeed(Big(counted: Counted(deinits, id: 4), a: 5, b: 6, c: 7, d: 8))
             let (gotThree, gotBig) = try await (three, boxed)
             #expect(gotThree.counted.id == 1 && gotThree.a == 2 && gotThree.b == 3)
@@ -610,7 +580,7 @@ struct CompletionFastPathTests {
             for index in 0..<100 {
                 _ = Future.succeeded(
                     Big(counted: Counted(deinits, id: index), a: 0, b: 0, c: 0, d: 0), variant: variant)
-                _ = Future<ThreeWords>.failed(CountedError(counted: Counted(deinits, id: index)), variant: variant)
+                _ = Future<CountedThreeWords>.failed(CountedError(counted: Counted(deinits, id: index)), variant: variant)
                 made += 2
             }
         }
@@ -635,11 +605,11 @@ struct CompletionFastPathTests {
             Self.registerGeneric(bigPromise.future, into: bigs)
             bigPromise.succeed(Big(counted: Counted(deinits, id: 3), a: 1, b: 2, c: 3, d: 4))
             #expect(bigs.snapshot.map(\.counted.id) == [3])
-            let ints = LockedBox<[TrivialThree]>([])
-            let intPromise = Promise<TrivialThree>(variant: variant)
+            let ints = LockedBox<[ThreeWords]>([])
+            let intPromise = Promise<ThreeWords>(variant: variant)
             Self.registerGeneric(intPromise.future, into: ints)
-            intPromise.succeed(TrivialThree(a: 7, b: 8, c: 9))
-            #expect(ints.snapshot == [TrivialThree(a: 7, b: 8, c: 9)])
+            intPromise.succeed(ThreeWords(a: 7, b: 8, c: 9))
+            #expect(ints.snapshot == [ThreeWords(a: 7, b: 8, c: 9)])
         }
         #expect(deinits.load() == 1)
     }
@@ -689,7 +659,7 @@ struct CompletionFastPathTests {
             }
             inners.withLock { $0 = [] }
         }
-        #expect(Self.eventually { weakInners.allSatisfy { $0.object == nil } }, "an inner future is still referenced")
+        #expect(eventually { weakInners.allSatisfy { $0.object == nil } }, "an inner future is still referenced")
     }
 
     /// Guard (TSan): inner futures completing while the flatMap's derived future is cancelled:
@@ -726,7 +696,7 @@ struct CompletionFastPathTests {
             let notOnce = ran.snapshot.enumerated().filter { $0.element != 1 }.map(\.offset)
             #expect(notOnce.isEmpty, "\(notOnce.prefix(10))")
         }
-        #expect(Self.eventually { deinits.load() == made.load() })
+        #expect(eventually { deinits.load() == made.load() })
     }
 
     /// Guard (TSan): `retry` cancelled while its attempts fail on another thread: it ends
@@ -763,6 +733,6 @@ struct CompletionFastPathTests {
             TestThreads.spin { attempts.snapshot.allSatisfy { $0.future.isComplete } }
             weakAttempts += attempts.snapshot.map { WeakRef($0.future) }
         }
-        #expect(Self.eventually { weakAttempts.allSatisfy { $0.object == nil } }, "an attempt is still referenced")
+        #expect(eventually { weakAttempts.allSatisfy { $0.object == nil } }, "an attempt is still referenced")
     }
 }

@@ -20,19 +20,7 @@ import Testing
 @Suite(.timeLimit(.minutes(3)))
 struct CoreFastPathTests {
     /// Counts its instances' deinits: a capture that must be released.
-    final class Counted: Sendable {
-        let deinits: AtomicCount
-
-        init(_ deinits: AtomicCount) {
-            self.deinits = deinits
-        }
-
-        func touch() {
-            withExtendedLifetime(self) {}
-        }
-
-        deinit { deinits.increment() }
-    }
+    typealias Counted = DeinitCounted
 
     /// Nesting depth of callbacks on the one thread that runs them (never shared between
     /// threads while in use: `@unchecked Sendable`).

@@ -4,11 +4,8 @@ import Testing
 /// A future keeps its result in three words of raw memory, or boxed when the value is larger:
 /// every size must round-trip, and what the result holds must be released with the future.
 @Suite struct ResultStorageTests {
-    struct Big: Equatable, Sendable {  // 40 bytes: boxed
-        var a, b, c, d, e: Int
-    }
-
-    struct ThreeWords: Equatable, Sendable {  // 24 bytes: just fits
+    /// 24 bytes, not trivial: just fits in the cell, and must be destroyed there.
+    struct IntAndString: Equatable, Sendable {
         var a: Int
         var s: String
     }
@@ -31,8 +28,8 @@ import Testing
         try Self.roundTrip(true, variant: variant)
         try Self.roundTrip(UInt8(7), variant: variant)
         try Self.roundTrip("a string long enough to live on the heap, not inline", variant: variant)
-        try Self.roundTrip(ThreeWords(a: 1, s: "three"), variant: variant)
-        try Self.roundTrip(Big(a: 1, b: 2, c: 3, d: 4, e: 5), variant: variant)
+        try Self.roundTrip(IntAndString(a: 1, s: "three"), variant: variant)
+        try Self.roundTrip(FiveWords(a: 1, b: 2, c: 3, d: 4, e: 5), variant: variant)
         try Self.roundTrip(SIMD4<Double>(1, 2, 3, 4), variant: variant)  // 32 bytes, 16-aligned
         try Self.roundTrip([1, 2, 3], variant: variant)
         let void = Promise<Void>(variant: variant)

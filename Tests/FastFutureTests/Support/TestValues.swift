@@ -21,3 +21,19 @@ final class Sentinel: Sendable {
         withExtendedLifetime(self) {}
     }
 }
+
+/// A trivial value of three words (24 bytes): the largest that the result cell keeps inline.
+struct ThreeWords: Sendable, Equatable {
+    var a: Int
+    var b: Int
+    var c: Int
+}
+
+/// A trivial value of five words (40 bytes): the result cell boxes it.
+struct FiveWords: Sendable, Equatable {
+    var a: Int
+    var b: Int
+    var c: Int
+    var d: Int
+    var e: Int
+}
