@@ -713,7 +713,7 @@ extension LosersFirstTests {
     /// "A combinator that has completed holds none of the values it gathered."
     @Test(arguments: FutureVariant.allCases)
     func aCompletedFirstHoldsNoGatheredErrorWhileItsThreadIsBusy(variant: FutureVariant) {
-        let tracked = LockedBox<UrgentWeak>(UrgentWeak())
+        let tracked = LockedBox<WeakRef>(WeakRef())
         let winner = Promise<Int>(variant: variant)
         let loser = Promise<Int>(variant: variant)
         let firstFuture: Future<Int> = {
@@ -863,11 +863,6 @@ extension LosersFirstTests {
         #expect(inFlight.isCancelled)
         #expect(seenAtFailure.snapshot == true)
     }
-}
-
-/// A weak reference, for `LockedBox`.
-struct UrgentWeak {
-    weak var object: AnyObject?
 }
 
 /// Stack safety of urgent work. In `StackSafetyTests`, which `scripts/test` runs alone: each

@@ -37,3 +37,12 @@ struct FiveWords: Sendable, Equatable {
     var d: Int
     var e: Int
 }
+
+/// A weak reference, to watch an object's lifetime (empty until an object is put in).
+struct WeakRef {
+    weak var object: AnyObject?
+
+    init(_ object: AnyObject? = nil) {
+        self.object = object
+    }
+}
