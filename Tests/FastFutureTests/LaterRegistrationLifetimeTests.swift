@@ -2,14 +2,15 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// The lifetime of `_SlotNode` registrations (registrations of three words or less in a non-generic heap node, moved
-/// out when they run, destroyed by the deinit through `fire` if they never ran) and of the
-/// `flatMap` step that refills its slot node with a forward. Every registration here is a
-/// *second* registration (the first takes the embedded node), so it lives in a heap node.
+/// A later registration - its future's second or later, in a heap node - runs once and is
+/// destroyed exactly once, fired or not: in a `_SlotNode` (three words or less, not generic, moved
+/// out when it runs, destroyed by the deinit through `fire` if it never ran), and the `flatMap`
+/// step that refills its slot node with a forward. Every registration here is a *second*
+/// registration (first ones, in the embedded node, are `FirstRegistrationLifetimeTests`').
 ///
 /// The captured objects count their deinits: a registration destroyed twice over-releases what
 /// it captured (a crash, or a count too high), one never destroyed leaks it (a count too low).
-@Suite struct SlotNodeLifetimeTests {
+@Suite struct LaterRegistrationLifetimeTests {
     static let variants = FutureVariant.allCases
 
     /// An object that counts its own deinit (see `DeinitCounted`).
@@ -31,7 +32,7 @@ import Testing
     /// test threads that spin): a step or callback on it fits in a `_SlotNode` (three words)
     /// although it does not run inline.
     struct HopExecutor: FutureExecutor {
-        static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.hop")
+        static let queue = DispatchQueue(label: "LaterRegistrationLifetimeTests.hop")
 
         func execute(_ work: @escaping @Sendable () -> Void) {
             Self.queue.async(execute: work)
@@ -39,7 +40,7 @@ import Testing
     }
 
     /// A serial queue (a generic `_Node` for a step on it: four words).
-    static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.queue")
+    static let queue = DispatchQueue(label: "LaterRegistrationLifetimeTests.queue")
 
     // MARK: - Callbacks and cancel handlers in slot nodes
 
@@ -261,7 +262,7 @@ import Testing
     }
 
     @Test("flatMap in a slot node: cancelling the derived future while it follows", arguments: FutureVariant.allCases)
-    func followThenCancel(variant: FutureVariant) throws {
+    func cancelledWhileFollowingFromASlotNode(variant: FutureVariant) throws {
         let deaths = AtomicCount()
         let innerCancelled = AtomicCount()
         weak var weakDerived: Future<Int>?

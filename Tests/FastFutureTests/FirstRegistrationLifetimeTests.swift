@@ -2,16 +2,18 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// The lifetime of the fire functions kept in raw memory: the embedded node's (`_FutureWords.embeddedFire`,
-/// moved out when the node runs; the future's deinit destroys the embedded registration only if
-/// EMBEDDED is set and COMPLETED clear) and the heap nodes' (`_CallbackNode._fireWords`, armed and
-/// disarmed; a deinit destroys what an armed node holds; a `flatMap` step re-arms its node).
+/// A future's first registration - kept in its embedded node - runs once and is destroyed exactly
+/// once, fired or not, as are the heap nodes' registrations beside it. What runs a node is a fire
+/// function in raw memory: the embedded node's (`_FutureWords.embeddedFire`, moved out when the
+/// node runs; the future's deinit destroys the embedded registration only if EMBEDDED is set and
+/// COMPLETED clear) and the heap nodes' (`_CallbackNode._fireWords`, armed and disarmed; a deinit
+/// destroys what an armed node holds; a `flatMap` step re-arms its node).
 ///
-/// Most registrations here are *first* registrations, in the embedded node (SlotNodeLifetimeTests
-/// covers second ones). The captured objects count their deinits: a registration destroyed twice
-/// over-releases what it captured (a crash, or a count too high), one never destroyed leaks it (a
-/// count too low); an embedded node fired with an empty slot calls a null or stale function.
-@Suite struct RawFireLifetimeTests {
+/// Later registrations, in heap nodes, are `LaterRegistrationLifetimeTests`'. The captured objects
+/// count their deinits: a registration destroyed twice over-releases what it captured (a crash,
+/// or a count too high), one never destroyed leaks it (a count too low); an embedded node fired
+/// with an empty slot calls a null or stale function.
+@Suite struct FirstRegistrationLifetimeTests {
     /// An object that counts its own deinit (see `DeinitCounted`).
     typealias Tracked = DeinitCounted
 
@@ -27,7 +29,7 @@ import Testing
     /// Where the hopping registrations run (serial: `queue.sync {}` waits for all of them).
     static var queue: DispatchQueue { RegistrationKind.queue }
     /// Where a test completes a future from another thread.
-    static let completer = DispatchQueue(label: "RawFireLifetimeTests.completer")
+    static let completer = DispatchQueue(label: "FirstRegistrationLifetimeTests.completer")
 
     /// The kinds of registration the tests make (see `RegistrationKind`).
     typealias Kind = RegistrationKind
@@ -297,7 +299,7 @@ import Testing
     @Test(
         "flatMap: the derived future is cancelled while it follows; the forward runs once, destroyed once",
         arguments: FutureVariant.allCases)
-    func followThenCancel(variant: FutureVariant) throws {
+    func cancelledWhileFollowingFromTheEmbeddedNode(variant: FutureVariant) throws {
         for executor in 0..<3 {
             let deaths = AtomicCount()
             let cancelHandlers = AtomicCount()
