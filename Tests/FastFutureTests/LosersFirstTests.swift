@@ -865,6 +865,207 @@ extension LosersFirstTests {
     }
 }
 
+// MARK: - Urgent work that gives up again, and the order of what it registers
+
+/// `_Trampoline.runUrgently` re-entered: urgent work that gives up on more futures, decides a
+/// race while it is built, or registers callbacks and handlers; their order and exactly-once.
+extension LosersFirstTests {
+    /// How `urgentWorkThatGivesUpAgain` gives up on its first future, and where.
+    enum GiveUp: String, CaseIterable, Sendable {
+        /// A race decided by a `succeed` at top level (so inside that completion's callbacks).
+        case raceAtTopLevel
+        /// ... by a `succeed` inside a callback.
+        case raceInsideCallback
+        /// ... by a `succeed` inside a late (fast-path) callback.
+        case raceInsideLateCallback
+        /// A timeout whose manual clock is advanced at top level: `runUrgently` at top level.
+        case timeoutAtTopLevel
+        /// `timeout(after: .zero)` at top level: `runUrgently` at top level, nothing to deliver.
+        case zeroTimeoutAtTopLevel
+    }
+
+    /// Guard: urgent work that gives up again. The first future given up on (a race's loser, a
+    /// timeout's source) has an `onCancel` handler that decides race R2, times out another
+    /// future at once (`timeout(after: .zero)`), advances a manual clock past a third's timeout,
+    /// and fails an input of a bounded `all`. Each give-up's cancellation runs before its own
+    /// result is seen; every callback runs exactly once; all of it before the call that gave up
+    /// first returns.
+    @Test(arguments: FutureVariant.allCases, GiveUp.allCases)
+    func urgentWorkThatGivesUpAgain(variant: FutureVariant, giveUp: GiveUp) throws {
+        let events = LockedBox<[String]>([])
+        let clock = ManualClock()
+        let firstClock = ManualClock()
+        let winner = Promise<Int>(variant: variant)
+        let loser = Promise<Int>(variant: variant)
+        let r2a = Promise<Int>(variant: variant)
+        let r2b = Promise<Int>(variant: variant)
+        let zeroSource = Promise<Int>(variant: variant)
+        let clockSource = Promise<Int>(variant: variant)
+        let b0 = Promise<Int>(variant: variant)
+        let b1 = Promise<Int>(variant: variant)
+        let r2 = Future.race([r2a.future, r2b.future])
+        let clocked = clockSource.future.timeout(after: .seconds(1), clock: clock)
+        let makers: [@Sendable () -> Future<Int>] = [{ b0.future }, { b1.future }]
+        let bounded = Future.all(makers, maxConcurrent: 2)
+        let zeroTimed = LockedBox<Future<Int>?>(nil)
+        r2b.onCancel { events.append("r2 loser onCancel") }
+        zeroSource.onCancel { events.append("zero source onCancel") }
+        clockSource.onCancel { events.append("clock source onCancel") }
+        b1.onCancel { events.append("bounded input onCancel") }
+        loser.onCancel {
+            events.append("first onCancel")
+            r2a.succeed(2)
+            let timed = zeroSource.future.timeout(after: .zero)
+            timed.whenFailure { _ in events.append("zero timeout failed") }
+            zeroTimed.withLock { $0 = timed }
+            clock.advance(by: .seconds(1))
+            b0.fail(TestFailure(9))
+        }
+        loser.future.whenFailure { _ in events.append("first failed") }
+        r2.whenComplete { _ in events.append("r2 result") }
+        clocked.whenFailure { _ in events.append("clock timeout failed") }
+        bounded.whenFailure { _ in events.append("bounded failed") }
+
+        let first: Future<Int>
+        switch giveUp {
+        case .raceAtTopLevel, .raceInsideCallback, .raceInsideLateCallback:
+            first = Future.race([winner.future, loser.future])
+            first.whenComplete { _ in events.append("first result") }
+            switch giveUp {
+            case .raceAtTopLevel:
+                winner.succeed(1)
+            case .raceInsideCallback:
+                insideACallback(variant: variant) { winner.succeed(1) }
+            default:
+                Future.succeeded(0, variant: variant).whenComplete { _ in winner.succeed(1) }
+            }
+        case .timeoutAtTopLevel:
+            first = loser.future.timeout(after: .seconds(1), clock: firstClock)
+            first.whenComplete { _ in events.append("first result") }
+            firstClock.advance(by: .seconds(1))
+        case .zeroTimeoutAtTopLevel:
+            first = loser.future.timeout(after: .zero)
+            first.whenComplete { _ in events.append("first result") }
+        }
+
+        let seen = events.snapshot
+        let expected: Set = [
+            "first onCancel", "r2 loser onCancel", "zero source onCancel", "clock source onCancel",
+            "bounded input onCancel", "first failed", "first result", "r2 result", "zero timeout failed",
+            "clock timeout failed", "bounded failed",
+        ]
+        #expect(Set(seen) == expected)
+        #expect(seen.count == expected.count, "some callback ran twice: \(seen)")
+        func before(_ earlier: String, _ later: String) {
+            let a = seen.firstIndex(of: earlier)
+            let b = seen.firstIndex(of: later)
+            #expect(a != nil && b != nil && a! < b!, "\(earlier) before \(later): \(seen)")
+        }
+        before("first onCancel", "first result")
+        before("r2 loser onCancel", "r2 result")
+        before("zero source onCancel", "zero timeout failed")
+        before("clock source onCancel", "clock timeout failed")
+        before("bounded input onCancel", "bounded failed")
+        switch giveUp {
+        case .raceAtTopLevel, .raceInsideCallback, .raceInsideLateCallback:
+            #expect(try first.wait() == 1)
+        case .timeoutAtTopLevel, .zeroTimeoutAtTopLevel:
+            #expect(throws: FutureTimeoutError.self) { try first.wait() }
+        }
+        #expect(try r2.wait() == 2)
+        #expect(throws: FutureTimeoutError.self) { try zeroTimed.snapshot?.wait() }
+        #expect(throws: FutureTimeoutError.self) { try clocked.wait() }
+        #expect(throws: TestFailure.self) { try bounded.wait() }
+    }
+
+    /// Guard: a timeout fired from inside a late (fast-path) callback: the source's `onCancel`
+    /// handler runs before the timeout's callbacks, which run after the late callback returns
+    /// and before its registration does.
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutFiredInsideALateCallback(variant: FutureVariant) {
+        let events = LockedBox<[String]>([])
+        let clock = ManualClock()
+        let source = Promise<Int>(variant: variant)
+        source.onCancel { events.append("source onCancel") }
+        source.future.whenFailure { _ in events.append("source failed") }
+        let timed = source.future.timeout(after: .seconds(1), clock: clock)
+        timed.whenFailure { _ in events.append("timeout failed") }
+        Future.succeeded(0, variant: variant).whenComplete { _ in
+            events.append("late begins")
+            clock.advance(by: .seconds(1))
+            events.append("late ends")
+        }
+        let seen = events.snapshot
+        #expect(Set(seen) == ["late begins", "late ends", "source onCancel", "source failed", "timeout failed"])
+        #expect(seen.count == 5)
+        #expect(seen.first == "late begins")
+        let cancelAt = seen.firstIndex(of: "source onCancel") ?? .max
+        let failAt = seen.firstIndex(of: "timeout failed") ?? -1
+        let endAt = seen.firstIndex(of: "late ends") ?? .max
+        #expect(cancelAt < failAt)
+        #expect(endAt < failAt)
+    }
+
+    /// Guard: a race decided while `race` registers on its inputs (an input already
+    /// complete) at top level: by the time `race` returns its losers' handlers and callbacks
+    /// have run, and a callback registered on the result then runs at once.
+    @Test(arguments: FutureVariant.allCases)
+    func raceDecidedWhileItIsBuiltAtTopLevel(variant: FutureVariant) throws {
+        let events = LockedBox<[String]>([])
+        let loser = Promise<Int>(variant: variant)
+        loser.onCancel { events.append("loser onCancel") }
+        loser.future.whenFailure { _ in events.append("loser failed") }
+        let raced = Future.race([loser.future, .succeeded(3, variant: variant), loser.future])
+        #expect(events.snapshot == ["loser onCancel", "loser failed"])
+        raced.whenComplete { _ in events.append("result") }
+        #expect(events.snapshot == ["loser onCancel", "loser failed", "result"])
+        #expect(try raced.wait() == 3)
+    }
+
+    /// Registers, on the cancelled `target`, a `whenFailure` callback and then an `onCancel`
+    /// handler, recording the order in which they run.
+    static func registerCallbackThenHandler(on target: Promise<Int>, _ events: LockedBox<[String]>) {
+        target.future.whenFailure { _ in events.append("whenFailure") }
+        target.onCancel { events.append("onCancel") }
+    }
+
+    /// Guard: a callback and then an `onCancel` handler registered late on a cancelled future,
+    /// at top level or inside an ordinary callback, run in registration order.
+    @Test(arguments: FutureVariant.allCases)
+    func lateCallbackAndHandlerOnACancelledFutureKeepTheirOrder(variant: FutureVariant) {
+        let target = Promise<Int>(variant: variant)
+        target.future.cancel()
+        let atTopLevel = LockedBox<[String]>([])
+        Self.registerCallbackThenHandler(on: target, atTopLevel)
+        #expect(atTopLevel.snapshot == ["whenFailure", "onCancel"])
+        let inside = LockedBox<[String]>([])
+        let outer = Promise<Int>(variant: variant)
+        outer.future.whenComplete { _ in Self.registerCallbackThenHandler(on: target, inside) }
+        outer.succeed(0)
+        #expect(inside.snapshot == ["whenFailure", "onCancel"])
+    }
+
+    /// A documented order (Cancellation.md), not a bug: the same two
+    /// registrations made from urgent work - an `onCancel` handler of a race's loser, run while
+    /// the race is decided - run handler first: the handler goes to the urgent queue and runs at
+    /// once, the callback is moved to the normal queue (`_Trampoline.performUrgent`), as on a
+    /// future given up on. This pins the documented order, each running once; a change to it
+    /// must change the docs too.
+    @Test(arguments: FutureVariant.allCases)
+    func registrationsFromUrgentWorkRunTheirHandlersFirst(variant: FutureVariant) {
+        let target = Promise<Int>(variant: variant)
+        target.future.cancel()
+        let events = LockedBox<[String]>([])
+        let winner = Promise<Int>(variant: variant)
+        let loser = Promise<Int>(variant: variant)
+        loser.onCancel { Self.registerCallbackThenHandler(on: target, events) }
+        let raced = Future.race([winner.future, loser.future])
+        winner.succeed(1)
+        #expect(raced.isComplete)
+        #expect(events.snapshot == ["onCancel", "whenFailure"])
+    }
+}
+
 /// Stack safety of urgent work. In `StackSafetyTests`, which `scripts/test` runs alone: each
 /// waits on its thread for 100k races on a thread of its own.
 extension StackSafetyTests {
