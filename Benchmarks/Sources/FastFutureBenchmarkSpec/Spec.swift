@@ -263,14 +263,18 @@ public let projectTargets: [ProjectTarget] = {
         let limit = allocationsPerOperation("\(scenario).lockFree")
         list.append(
             ProjectTarget(
-                "\(scenario)-allocs", "\(scenario) lockFree <= \(limit.shortText) allocations per promise (the spec's count)",
+                "\(scenario)-allocs",
+                "\(scenario) lockFree <= \(limit.shortText) allocations per promise (the spec's count)",
                 .allocations, "\(scenario).lockFree", atMost: limit))
     }
-    list.append(ProjectTarget("S2-time", "S2 lockFree time <= 0.45x NIO", .time, "S2.lockFree", against: "S2.nio", atMost: 0.45))
+    list.append(
+        ProjectTarget("S2-time", "S2 lockFree time <= 0.45x NIO", .time, "S2.lockFree", against: "S2.nio", atMost: 0.45)
+    )
     for chain in ["map", "flatMap"] {
         list.append(
             ProjectTarget(
-                "S6-\(chain)-time", "S6 \(chain) chain lockFree time per step <= 0.6x NIO", .time, "S6.\(chain).lockFree",
+                "S6-\(chain)-time", "S6 \(chain) chain lockFree time per step <= 0.6x NIO", .time,
+                "S6.\(chain).lockFree",
                 against: "S6.\(chain).nio", atMost: 0.6))
         list.append(
             ProjectTarget(
