@@ -6,95 +6,15 @@ import Testing
 
 /// The promise-to-callback fast path keeps the contract: compare-exchanges that return what they
 /// found, a completion that runs a lone embedded registration in place (when the thread is
-/// idle), an embedded claim that hands its CAS's word to the push, and a result cell whose tag
-/// says whether the value needs destroying. Each test fails on an implementation that breaks
-/// one of those.
+/// idle), an embedded claim that hands its CAS's word to the push, and `replaceUpstream` under
+/// races (the result cell's tag is `ResultCellTests`'). Each test fails on an implementation that
+/// breaks one of those.
 @Suite(.timeLimit(.minutes(3)))
 struct CompletionFastPathTests {
     // MARK: - Values whose lifetime the tests count
 
     /// A reference whose deinit is counted: a value destroyed twice or never shows up.
-    final class Counted: Sendable {
-        let deinits: AtomicCount
-        let id: Int
-
-        init(_ deinits: AtomicCount, id: Int = 0) {
-            self.deinits = deinits
-            self.id = id
-        }
-
-        deinit { deinits.increment() }
-    }
-
-    /// An existential error holding a counted reference.
-    struct CountedError: Error {
-        let counted: Counted
-    }
-
-    /// 24 bytes, not trivial: lives in the result cell and must be destroyed there.
-    struct ThreeWords: Sendable {
-        let counted: Counted
-        let a: Int
-        let b: Int
-    }
-
-    /// 40 bytes, not trivial: boxed.
-    struct Big: Sendable {
-        let counted: Counted
-        let a: Int
-        let b: Int
-        let c: Int
-        let d: Int
-    }
-
-    /// Trivial values: in the cell (24 bytes) and boxed (40 bytes).
-    struct TrivialThree: Sendable, Equatable {
-        var a, b, c: Int
-    }
-
-    struct TrivialBig: Sendable, Equatable {
-        var a, b, c, d, e: Int
-    }
-
-    /// A generic maker and reader kept out of the optimizer's reach: in a release build the
-    /// future is made (or read) in unspecialized code and read (or made) in specialized code.
-    @inline(never) @_optimize(none)
-    static func makeGeneric<T: Sendable>(
-        _ value: T, variant: FutureVariant, complete: Bool
-    ) -> (Future<T>, Promise<T>?) {
-        if complete { return (Future.succeeded(value, variant: variant), nil) }
-        let promise = Promise<T>(variant: variant)
-        return (promise.future, promise)
-    }
-
-    @inline(never) @_optimize(none)
-    static func succeedGeneric<T: Sendable>(_ promise: Promise<T>, _ value: T) {
-        promise.succeed(value)
-    }
-
-    @inline(never) @_optimize(none)
-    static func readGeneric<T: Sendable>(_ future: Future<T>) -> (peek: T?, wait: T?, mapped: T?, callback: T?) {
-        let seen = LockedBox<T?>(nil)
-        future.whenSuccess { value in seen.withLock { $0 = value } }
-        let mapped = try? future.map { $0 }.wait()
-        return (try? future.peek()?.get(), try? future.wait(), mapped, seen.snapshot)
-    }
-
-    @inline(never) @_optimize(none)
-    static func registerGeneric<T: Sendable>(_ future: Future<T>, into box: LockedBox<[T]>) {
-        future.whenSuccess { value in box.append(value) }
-    }
-
-    /// Whether `condition` holds within 10 s, polled: for what a finished test thread still
-    /// holds for a moment (a `Thread` releases its closure after the body signalled it is done).
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + .seconds(10)
-        while !condition() {
-            if DispatchTime.now() > deadline { return false }
-            TestThreads.yield()
-        }
-        return true
-    }
+    typealias Counted = DeinitCounted
 
     // MARK: - The lone embedded registration, run in place
 
@@ -355,7 +275,7 @@ struct CompletionFastPathTests {
                 #expect(deinits.load() == 0, "a value was destroyed while its future is alive")
             }
         }
-        #expect(Self.eventually { deinits.load() == count }, "each value destroyed exactly once")
+        #expect(eventually { deinits.load() == count }, "each value destroyed exactly once")
     }
 
     /// Guard (TSan): the values of the previous race are freed exactly once when the futures go.
@@ -378,7 +298,7 @@ struct CompletionFastPathTests {
             #expect(wrongValues.isEmpty, "map saw the wrong value: \(wrongValues.prefix(5).map(\.offset))")
             withExtendedLifetime(promises) { #expect(deinits.load() == 0) }
         }
-        #expect(Self.eventually { deinits.load() == count })
+        #expect(eventually { deinits.load() == count })
     }
 
     /// Guard (TSan): one registrant racing one completer for a future's lone embedded node: the
@@ -429,221 +349,6 @@ struct CompletionFastPathTests {
         }
     }
 
-    // MARK: - Result cell: values that need destroying, and those that do not
-
-    /// How a future got its result.
-    enum Making: String, CaseIterable, Sendable {
-        case completedLater
-        case createdComplete
-        case generic
-    }
-
-    /// Completes a fresh future with `result` the way `making` says and returns it.
-    static func make<T: Sendable>(_ result: Result<T, any Error>, _ making: Making, _ variant: FutureVariant) -> Future<
-        T
-    > {
-        switch making {
-        case .completedLater:
-            let promise = Promise<T>(variant: variant)
-            promise.complete(result)
-            return promise.future
-        case .createdComplete:
-            switch result {
-            case .success(let value): return Future.succeeded(value, variant: variant)
-            case .failure(let error): return Future.failed(error, variant: variant)
-            }
-        case .generic:
-            switch result {
-            case .success(let value):
-                let (future, promise) = makeGeneric(value, variant: variant, complete: false)
-                if let promise { succeedGeneric(promise, value) }
-                return future
-            case .failure(let error):
-                return Future.failed(error, variant: variant)
-            }
-        }
-    }
-
-    /// Reads `future` every way: peek, wait, a map, a late callback, an embedded callback
-    /// registered while pending (on a twin), and returns what each saw.
-    static func readAll<T: Sendable>(_ future: Future<T>, _ check: @escaping @Sendable (T) -> Bool) -> [String] {
-        let seen = LockedBox<T?>(nil)
-        future.whenSuccess { value in seen.withLock { $0 = value } }
-        let generic = readGeneric(future)
-        let reads: [(String, T?)] = [
-            ("peek", try? future.peek()?.get()), ("wait", try? future.wait()),
-            ("map", try? future.map { $0 }.wait()), ("late callback", seen.snapshot),
-            ("generic peek", generic.peek), ("generic wait", generic.wait),
-            ("generic map", generic.mapped), ("generic callback", generic.callback),
-        ]
-        return reads.compactMap { name, value in
-            guard let value else { return "\(name): no value" }
-            return check(value) ? nil : "\(name): wrong value"
-        }
-    }
-
-    /// Guard: values that need destroying (a reference, a 24-byte struct holding one, a boxed
-    /// 40-byte one, a heap string) and errors holding a reference: every way of reading sees
-    /// them, and each is destroyed exactly once, when the last future holding it goes - made
-    /// complete later, made complete, or made and completed in unspecialized generic code.
-    @Test(arguments: FutureVariant.allCases, Making.allCases)
-    func valuesThatNeedDestroyingAreReadAndDestroyedOnce(variant: FutureVariant, making: Making) {
-        let deinits = AtomicCount()
-        var made = 0
-        do {
-            var bad: [String] = []
-            let counted = Counted(deinits, id: 1)
-            made += 1
-            let reference = Self.make(.success(counted), making, variant)
-            bad += Self.readAll(reference) { $0.id == 1 }.map { "reference: \($0)" }
-            let three = Self.make(.success(ThreeWords(counted: Counted(deinits, id: 2), a: 3, b: 4)), making, variant)
-            made += 1
-            bad += Self.readAll(three) { $0.counted.id == 2 && $0.a == 3 && $0.b == 4 }.map { "three: \($0)" }
-            let big = Self.make(
-                .success(Big(counted: Counted(deinits, id: 5), a: 6, b: 7, c: 8, d: 9)), making, variant)
-            made += 1
-            bad += Self.readAll(big) { $0.counted.id == 5 && $0.a + $0.b + $0.c + $0.d == 30 }.map { "big: \($0)" }
-            let text = String(repeating: "long text ", count: 10)
-            let string = Self.make(.success(text), making, variant)
-            bad += Self.readAll(string) { $0 == text }.map { "string: \($0)" }
-            let optional = Self.make(.success(Optional(Counted(deinits, id: 11))), making, variant)
-            made += 1
-            bad += Self.readAll(optional) { $0?.id == 11 }.map { "optional: \($0)" }
-            let closureCounted = Counted(deinits, id: 13)
-            made += 1
-            let closure: @Sendable () -> Int = { closureCounted.id }
-            let function = Self.make(.success(closure), making, variant)
-            bad += Self.readAll(function) { $0() == 13 }.map { "closure: \($0)" }
-            let errorValue: Future<any Error> = Self.make(
-                .success(CountedError(counted: Counted(deinits, id: 14))), making, variant)
-            made += 1
-            bad += Self.readAll(errorValue) { ($0 as? CountedError)?.counted.id == 14 }.map { "error value: \($0)" }
-            let failed: Future<Counted> = Self.make(
-                .failure(CountedError(counted: Counted(deinits, id: 12))), making, variant)
-            made += 1
-            if case .failure(let error as CountedError)? = failed.peek(), error.counted.id == 12 {
-            } else {
-                bad.append("error: peek")
-            }
-            do {
-                _ = try failed.map { $0.id }.wait()
-                bad.append("error: map succeeded")
-            } catch let error as CountedError {
-                if error.counted.id != 12 { bad.append("error: map") }
-            } catch {
-                bad.append("error: map threw \(error)")
-            }
-            #expect(bad.isEmpty, "\(bad)")
-            #expect(deinits.load() == 0, "destroyed while its futures are alive")
-            withExtendedLifetime((reference, three, big, string, optional, function, errorValue, failed, counted)) {}
-        }
-        #expect(deinits.load() == made, "each value destroyed exactly once")
-    }
-
-    /// Guard: trivial values (an `Int`, a 24-byte struct in the cell, a 40-byte one boxed,
-    /// `Void`, a `Bool`) read back right every way, specialized and generic.
-    @Test(arguments: FutureVariant.allCases, Making.allCases)
-    func trivialValuesReadBack(variant: FutureVariant, making: Making) {
-        var bad: [String] = []
-        bad += Self.readAll(Self.make(.success(42), making, variant)) { $0 == 42 }.map { "int: \($0)" }
-        let three = TrivialThree(a: 1, b: 2, c: 3)
-        bad += Self.readAll(Self.make(.success(three), making, variant)) { $0 == three }.map { "three: \($0)" }
-        let big = TrivialBig(a: 1, b: 2, c: 3, d: 4, e: 5)
-        bad += Self.readAll(Self.make(.success(big), making, variant)) { $0 == big }.map { "big: \($0)" }
-        bad += Self.readAll(Self.make(.success(()), making, variant)) { _ in true }.map { "void: \($0)" }
-        bad += Self.readAll(Self.make(.success(true), making, variant)) { $0 }.map { "bool: \($0)" }
-        let failed: Future<TrivialThree> = Self.make(.failure(TestFailure(3)), making, variant)
-        if case .failure(let error as TestFailure)? = failed.peek(), error.code == 3 {} else { bad.append("failure") }
-        #expect(bad.isEmpty, "\(bad)")
-    }
-
-    /// Guard: `await value` reads values that need destroying and boxed ones, and frees them once.
-    @Test(arguments: FutureVariant.allCases)
-    func awaitReadsAndFreesOnce(variant: FutureVariant) async throws {
-        let deinits = AtomicCount()
-        do {
-            let promise = Promise<ThreeWords>(variant: variant)
-            let big = Promise<Big>(variant: variant)
-            async let three = promise.future.value
-            async let boxed = big.future.value
-            promise.succeed(ThreeWords(counted: Counted(deinits, id: 1), a: 2, b: 3))
-            big.succeed(Big(counted: Counted(deinits, id: 4), a: 5, b: 6, c: 7, d: 8))
-            let (gotThree, gotBig) = try await (three, boxed)
-            #expect(gotThree.counted.id == 1 && gotThree.a == 2 && gotThree.b == 3)
-            #expect(gotBig.counted.id == 4 && gotBig.d == 8)
-            let failing = Promise<Counted>(variant: variant)
-            failing.fail(CountedError(counted: Counted(deinits, id: 9)))
-            do {
-                _ = try await failing.future.value
-                Issue.record("a failed future's value returned")
-            } catch let error as CountedError {
-                #expect(error.counted.id == 9)
-            }
-            withExtendedLifetime((promise, big, failing)) { #expect(deinits.load() == 0) }
-        }
-        #expect(deinits.load() == 3)
-    }
-
-    /// Guard: futures that die pending free their embedded registration's captures (and never
-    /// a result), and futures whose results are never read free them too.
-    /// (FASTFUTURE_SILENCE_DROPPED is not set: the dropped-future warnings are expected.)
-    @Test(arguments: FutureVariant.allCases)
-    func futuresDyingPendingOrUnreadFreeEverythingOnce(variant: FutureVariant) {
-        let deinits = AtomicCount()
-        var made = 0
-        do {
-            for index in 0..<100 {
-                let promise = Promise<Counted>(variant: variant)
-                let captured = Counted(deinits, id: index)
-                made += 1
-                promise.future.whenComplete { _ in withExtendedLifetime(captured) {} }
-                if index % 2 == 0 {
-                    // A second registration, in a node of its own. (Not a map step: a pending
-                    // derived future and its source hold each other, a documented cycle.)
-                    promise.future.whenSuccess { value in withExtendedLifetime((captured, value)) {} }
-                }
-                if index % 3 == 0 {
-                    promise.succeed(Counted(deinits, id: index))
-                    made += 1
-                }
-            }
-            for index in 0..<100 {
-                _ = Future.succeeded(
-                    Big(counted: Counted(deinits, id: index), a: 0, b: 0, c: 0, d: 0), variant: variant)
-                _ = Future<ThreeWords>.failed(CountedError(counted: Counted(deinits, id: index)), variant: variant)
-                made += 2
-            }
-        }
-        #expect(deinits.load() == made)
-    }
-
-    /// Guard: a future made and completed in specialized code, registered on in unspecialized
-    /// generic code before completion (its embedded registration is the generic code's), then
-    /// completed at top level: the registration reads the value through the raw result cell.
-    @Test(arguments: FutureVariant.allCases)
-    func embeddedRegistrationFromGenericCodeReadsTheCell(variant: FutureVariant) {
-        let deinits = AtomicCount()
-        do {
-            let strings = LockedBox<[String]>([])
-            let stringPromise = Promise<String>(variant: variant)
-            Self.registerGeneric(stringPromise.future, into: strings)
-            let text = String(repeating: "x", count: 100)
-            stringPromise.succeed(text)
-            #expect(strings.snapshot == [text])
-            let bigs = LockedBox<[Big]>([])
-            let bigPromise = Promise<Big>(variant: variant)
-            Self.registerGeneric(bigPromise.future, into: bigs)
-            bigPromise.succeed(Big(counted: Counted(deinits, id: 3), a: 1, b: 2, c: 3, d: 4))
-            #expect(bigs.snapshot.map(\.counted.id) == [3])
-            let ints = LockedBox<[TrivialThree]>([])
-            let intPromise = Promise<TrivialThree>(variant: variant)
-            Self.registerGeneric(intPromise.future, into: ints)
-            intPromise.succeed(TrivialThree(a: 7, b: 8, c: 9))
-            #expect(ints.snapshot == [TrivialThree(a: 7, b: 8, c: 9)])
-        }
-        #expect(deinits.load() == 1)
-    }
-
     // MARK: - replaceUpstream under races
 
     /// Guard (TSan): a flatMap's inner future made while its derived future is cancelled on
@@ -689,7 +394,7 @@ struct CompletionFastPathTests {
             }
             inners.withLock { $0 = [] }
         }
-        #expect(Self.eventually { weakInners.allSatisfy { $0.object == nil } }, "an inner future is still referenced")
+        #expect(eventually { weakInners.allSatisfy { $0.object == nil } }, "an inner future is still referenced")
     }
 
     /// Guard (TSan): inner futures completing while the flatMap's derived future is cancelled:
@@ -726,7 +431,7 @@ struct CompletionFastPathTests {
             let notOnce = ran.snapshot.enumerated().filter { $0.element != 1 }.map(\.offset)
             #expect(notOnce.isEmpty, "\(notOnce.prefix(10))")
         }
-        #expect(Self.eventually { deinits.load() == made.load() })
+        #expect(eventually { deinits.load() == made.load() })
     }
 
     /// Guard (TSan): `retry` cancelled while its attempts fail on another thread: it ends
@@ -763,6 +468,6 @@ struct CompletionFastPathTests {
             TestThreads.spin { attempts.snapshot.allSatisfy { $0.future.isComplete } }
             weakAttempts += attempts.snapshot.map { WeakRef($0.future) }
         }
-        #expect(Self.eventually { weakAttempts.allSatisfy { $0.object == nil } }, "an attempt is still referenced")
+        #expect(eventually { weakAttempts.allSatisfy { $0.object == nil } }, "an attempt is still referenced")
     }
 }

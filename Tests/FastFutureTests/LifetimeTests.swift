@@ -195,12 +195,3 @@ import Testing
         }
     }
 }
-
-/// A weak reference, to watch an object's lifetime.
-struct WeakRef {
-    weak var object: AnyObject?
-
-    init(_ object: AnyObject) {
-        self.object = object
-    }
-}

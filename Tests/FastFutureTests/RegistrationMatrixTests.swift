@@ -12,19 +12,7 @@ import Testing
 /// own), on pending and on complete sources, outside and inside a running callback.
 @Suite struct RegistrationMatrixTests {
     /// Counts its deinits: a value that must be released exactly once.
-    final class Tracked: Sendable {
-        let deinits: AtomicCount
-        let id: Int
-
-        init(_ deinits: AtomicCount, _ id: Int = 0) {
-            self.deinits = deinits
-            self.id = id
-        }
-
-        deinit { deinits.increment() }
-
-        func touch() { withExtendedLifetime(self) {} }
-    }
+    typealias Tracked = DeinitCounted
 
     /// A large value (boxed by the result cell) with reference-counted fields.
     struct Large: Sendable, Equatable {
@@ -45,65 +33,6 @@ import Testing
         init(_ error: any Error) { self.error = error }
     }
 
-    struct ThreeWords: Sendable, Equatable {
-        var x: Int
-        var y: Int
-        var z: Int
-    }
-
-    /// Whether `condition` holds within a generous deadline (for releases and cancellations that
-    /// finish on another thread just after the signal the test waited for).
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + 10_000_000_000
-        while !condition() {
-            if DispatchTime.now().uptimeNanoseconds > deadline { return false }
-            TestThreads.yield()
-        }
-        return true
-    }
-
-    /// Where the registration under test is made.
-    enum Placement: CaseIterable {
-        /// First registration on a pending source (the embedded slot).
-        case pendingFirst
-        /// Second registration on a pending source (a node).
-        case pendingSecond
-        /// On a complete source, outside any callback (runs at once).
-        case completeOutside
-        /// On a complete source, inside a running callback (queued on the trampoline, in a node).
-        case completeInside
-    }
-
-    /// Builds a source with `value`, registers `register` on it as `placement` says, completes it
-    /// if needed, and returns what `register` returned.
-    static func run<V: Sendable, R: Sendable>(
-        _ variant: FutureVariant,
-        _ placement: Placement,
-        _ result: Result<V, any Error>,
-        _ register: @escaping @Sendable (Future<V>) -> R
-    ) -> R {
-        switch placement {
-        case .pendingFirst, .pendingSecond:
-            let promise = Promise<V>(variant: variant)
-            if placement == .pendingSecond { promise.future.whenComplete { _ in } }
-            let registered = register(promise.future)
-            promise.complete(result)
-            return registered
-        case .completeOutside:
-            let source = Promise<V>(variant: variant)
-            source.complete(result)
-            return register(source.future)
-        case .completeInside:
-            let source = Promise<V>(variant: variant)
-            source.complete(result)
-            let trigger = Promise<Void>(variant: variant)
-            let box = LockedBox<R?>(nil)
-            trigger.future.whenComplete { _ in box.withLock { $0 = register(source.future) } }
-            trigger.succeed()
-            return box.snapshot!
-        }
-    }
-
     /// Runs every value kind through every registration kind, in every placement, and checks the
     /// value arrives intact and exactly once.
     static func throughEveryKind<V: Sendable>(
@@ -114,29 +43,29 @@ import Testing
         let error = TestFailure(7)
         let ok: Result<V, any Error> = .success(value)
         let fail: Result<V, any Error> = .failure(error)
-        for placement in Placement.allCases {
+        for placement in RegistrationPlacement.allCases {
             let context = "\(V.self) \(placement)"
             // whenComplete / whenSuccess / whenFailure (.inline: slot-able), and on a queue.
             let runs = LockedCounter()
             let queue = DispatchQueue(label: "matrix.\(V.self)")
             let group = DispatchGroup()
-            run(variant, placement, ok) { future in
+            placement.run(variant, ok) { future in
                 future.whenComplete { result in
                     if case .success(let got) = result, equal(got, value) { runs.increment() }
                 }
             }
-            run(variant, placement, ok) { future in
+            placement.run(variant, ok) { future in
                 future.whenSuccess { got in if equal(got, value) { runs.increment() } }
             }
-            run(variant, placement, fail) { future in
+            placement.run(variant, fail) { future in
                 future.whenFailure { got in if (got as? TestFailure) == error { runs.increment() } }
             }
-            run(variant, placement, fail) { future in
+            placement.run(variant, fail) { future in
                 future.whenSuccess { (_: V) in runs.increment() }  // must not run: 100 would show it
                 future.whenComplete { _ in }
             }
             group.enter()
-            run(variant, placement, ok) { future in
+            placement.run(variant, ok) { future in
                 future.whenComplete(on: queue) { result in
                     if case .success(let got) = result, equal(got, value) { runs.increment() }
                     group.leave()
@@ -146,20 +75,20 @@ import Testing
             #expect(runs.value == 4, "\(context): callbacks")
 
             // map / flatMap (pending inner and complete inner) on success and failure.
-            let mapped = run(variant, placement, ok) { $0.map { $0 } }
+            let mapped = placement.run(variant, ok) { $0.map { $0 } }
             #expect(equal(try mapped.peek()!.get(), value), "\(context): map")
-            let flatDone = run(variant, placement, ok) { future in
+            let flatDone = placement.run(variant, ok) { future in
                 future.flatMap { Future.succeeded($0, variant: variant) }
             }
             #expect(equal(try flatDone.peek()!.get(), value), "\(context): flatMap complete inner")
             let inner = Promise<V>(variant: variant)
-            let flatPending = run(variant, placement, ok) { future in
+            let flatPending = placement.run(variant, ok) { future in
                 future.flatMap { _ in inner.future }
             }
             #expect(flatPending.peek() == nil, "\(context): waits for the inner future")
             inner.succeed(value)
             #expect(equal(try flatPending.peek()!.get(), value), "\(context): flatMap pending inner")
-            let skipped = run(variant, placement, fail) { future in
+            let skipped = placement.run(variant, fail) { future in
                 future.map { (_: V) -> V in
                     Issue.record("map body ran on a failure")
                     return value
@@ -168,9 +97,9 @@ import Testing
             #expect(throws: error) { try skipped.peek()!.get() }
 
             // recover / flatMapError / mapError / always.
-            let recovered = run(variant, placement, fail) { $0.recover { _ in value } }
+            let recovered = placement.run(variant, fail) { $0.recover { _ in value } }
             #expect(equal(try recovered.peek()!.get(), value), "\(context): recover")
-            let recoverSkipped = run(variant, placement, ok) { future in
+            let recoverSkipped = placement.run(variant, ok) { future in
                 future.recover { _ -> V in
                     Issue.record("recover ran on a success")
                     return value
@@ -178,16 +107,16 @@ import Testing
             }
             #expect(equal(try recoverSkipped.peek()!.get(), value), "\(context): recover skipped")
             let innerError = Promise<V>(variant: variant)
-            let flatRecovered = run(variant, placement, fail) { future in
+            let flatRecovered = placement.run(variant, fail) { future in
                 future.flatMapError { _ in innerError.future }
             }
             #expect(flatRecovered.peek() == nil)
             innerError.succeed(value)
             #expect(equal(try flatRecovered.peek()!.get(), value), "\(context): flatMapError")
-            let remapped = run(variant, placement, fail) { $0.mapError { _ -> any Error in TestFailure(8) } }
+            let remapped = placement.run(variant, fail) { $0.mapError { _ -> any Error in TestFailure(8) } }
             #expect(throws: TestFailure(8)) { try remapped.peek()!.get() }
             let always = LockedCounter()
-            let finalized = run(variant, placement, ok) { future in
+            let finalized = placement.run(variant, ok) { future in
                 future.always { result in
                     if case .success(let got) = result, equal(got, value) { always.increment() }
                 }
@@ -196,11 +125,11 @@ import Testing
             #expect(equal(try finalized.peek()!.get(), value), "\(context): always value")
 
             // Throwing bodies.
-            let thrown = run(variant, placement, ok) { future in
+            let thrown = placement.run(variant, ok) { future in
                 future.flatMap { (_: V) -> Future<V> in throw TestFailure(9) }
             }
             #expect(throws: TestFailure(9)) { try thrown.peek()!.get() }
-            let thrownRecover = run(variant, placement, fail) { future in
+            let thrownRecover = placement.run(variant, fail) { future in
                 future.recover { _ -> V in throw TestFailure(10) }
             }
             #expect(throws: TestFailure(10)) { try thrownRecover.peek()!.get() }
@@ -216,15 +145,15 @@ import Testing
             try Self.throughEveryKind(variant, (), { _, _ in true })
             try Self.throughEveryKind(variant, UInt8(200), ==)
             try Self.throughEveryKind(variant, 42, ==)
-            try Self.throughEveryKind(variant, ThreeWords(x: 1, y: 2, z: 3), ==)
+            try Self.throughEveryKind(variant, ThreeWords(a: 1, b: 2, c: 3), ==)
             try Self.throughEveryKind(variant, "a string long enough to be heap allocated, surely", ==)
-            let tracked = Tracked(deinits, 1)
+            let tracked = Tracked(deinits, id: 1)
             try Self.throughEveryKind(variant, tracked, { $0 === $1 })
             let large = Large(
                 a: 1, b: "large value with refcounted fields", c: [1, 2, 3], d: (4, 5, 6, 7),
-                tracked: Tracked(deinits, 2))
+                tracked: Tracked(deinits, id: 2))
             try Self.throughEveryKind(variant, large, ==)
-            let existential: any Sendable = Tracked(deinits, 3)
+            let existential: any Sendable = Tracked(deinits, id: 3)
             try Self.throughEveryKind(
                 variant, existential as any Sendable,
                 { (lhs: any Sendable, rhs: any Sendable) in (lhs as? Tracked) === (rhs as? Tracked) })
@@ -232,7 +161,7 @@ import Testing
             try Self.throughEveryKind(
                 variant, ErrorBox(error), { ($0.error as? TestFailure) == ($1.error as? TestFailure) })
         }
-        #expect(Self.eventually { deinits.load() == 3 }, "every tracked value is released once all futures are gone")
+        #expect(eventually { deinits.load() == 3 }, "every tracked value is released once all futures are gone")
     }
 
     // MARK: Dropped pending futures
@@ -250,7 +179,7 @@ import Testing
                 var promise: Promise<Large>? = Promise<Large>(variant: variant)
                 let future = promise!.future
                 if second { future.whenComplete { _ in } }
-                let captured = Tracked(deinits, kind)
+                let captured = Tracked(deinits, id: kind)
                 made += 1
                 switch kind {
                 case 0:
@@ -293,7 +222,7 @@ import Testing
             }
         }
         #expect(ran.value == 2, "only the combinators' callbacks ran (their other input failed)")
-        #expect(Self.eventually { deinits.load() == made }, "every captured value was released with its future")
+        #expect(eventually { deinits.load() == made }, "every captured value was released with its future")
     }
 
     @Test(
@@ -316,7 +245,7 @@ import Testing
                 #expect(future.isComplete && mapped.isComplete)
             }
         }
-        #expect(Self.eventually { deinits.load() == 2 })
+        #expect(eventually { deinits.load() == 2 })
     }
 
     // MARK: flatMap: the reused node
@@ -371,7 +300,7 @@ import Testing
                         // On a queue the body may have returned the inner future before the step
                         // followed it: then the step cancels it, on the queue, just after.
                         if onQueue {
-                            #expect(Self.eventually { innerCancelled.value == 1 }, "\(context)")
+                            #expect(eventually { innerCancelled.value == 1 }, "\(context)")
                         } else {
                             #expect(innerCancelled.value == 1, "\(context): cancel reached the inner future")
                         }
@@ -388,7 +317,7 @@ import Testing
                         #expect(try result.get() === sourceValue, "\(context)")
                     case .cancelledBefore, .cancelledWhileWaiting:
                         #expect(throws: CancellationError.self) { try result.get() }
-                        #expect(Self.eventually { innerCancelled.value == 1 }, "\(context)")
+                        #expect(eventually { innerCancelled.value == 1 }, "\(context)")
                     case .failing:
                         #expect(throws: TestFailure(4)) { try result.get() }
                     }
@@ -400,7 +329,7 @@ import Testing
             }
         }
         // Each case made one source value, and .pending/.complete one more.
-        #expect(Self.eventually { deinits.load() == 2 * 2 * (InnerCase.allCases.count + 2) })
+        #expect(eventually { deinits.load() == 2 * 2 * (InnerCase.allCases.count + 2) })
     }
 
     @Test(
@@ -436,7 +365,7 @@ import Testing
             done.wait()
             #expect(ran.value == 1)
         }
-        #expect(Self.eventually { deinits.load() == rounds })
+        #expect(eventually { deinits.load() == rounds })
     }
 
     // MARK: Cancellation racing completion
@@ -525,7 +454,7 @@ import Testing
                 inner.tryComplete(.failure(TestFailure()))
             }
         }
-        #expect(Self.eventually { deinits.load() == made.load() }, "every value made was released")
+        #expect(eventually { deinits.load() == made.load() }, "every value made was released")
     }
 
     // MARK: Actors
@@ -655,7 +584,7 @@ import Testing
                     line.wait()
                     if thread == 0 {
                         made.increment()
-                        promise.succeed(Tracked(deinits, round))
+                        promise.succeed(Tracked(deinits, id: round))
                         return
                     }
                     let future = promise.future
@@ -705,7 +634,7 @@ import Testing
                 for future in derived.snapshot { #expect(future.isComplete) }
             }
         }
-        #expect(Self.eventually { deinits.load() == made.load() }, "every value made was released")
+        #expect(eventually { deinits.load() == made.load() }, "every value made was released")
     }
 
     // MARK: More shapes
@@ -770,7 +699,7 @@ import Testing
             }
             done.wait()
             #expect(callbacks.value == 1)
-            #expect(Self.eventually { inner.future.isComplete })
+            #expect(eventually { inner.future.isComplete })
             if case .success(let value) = derived.peek()! { #expect(value == round) }
         }
     }

@@ -1,7 +1,8 @@
 // What the suite measures, in one place: the sizes, each scenario's benchmarks with the operations
 // one measured iteration performs, the exact allocation counts CI checks (derived from the code in
-// the comments below), and the label of each implementation. The benchmarks (`FastFutureBenchmarks`)
-// are built from it; `scripts/bench` reads it as JSON from `PrintBenchmarkSpec`.
+// the comments below), the label of each implementation, and the project's own targets. The
+// benchmarks (`FastFutureBenchmarks`) are built from it; `scripts/bench` reads it as JSON from
+// `PrintBenchmarkSpec`.
 
 import FastFuture
 
@@ -191,5 +192,127 @@ extension Int {
         return digits.enumerated().map { index, digit in
             index > 0 && (digits.count - index) % 3 == 0 ? ",\(digit)" : "\(digit)"
         }.joined()
+    }
+}
+
+/// One of the project's own targets for the lock-free variant, which `scripts/bench` checks in the
+/// last section of its report ("Project targets", for maintainers): `measured / against` (or
+/// `measured` alone) compared with `limit`.
+public struct ProjectTarget: Codable, Sendable {
+    /// What is measured: instructions per operation under callgrind (`scripts/bench-profile
+    /// compare` on the same sources), p50 time per operation, allocations per operation,
+    /// throughput, or whether every FastFuture variant of a benchmark finished.
+    public enum Metric: String, Codable, Sendable {
+        case instructions, time, allocations, throughput, completes
+    }
+
+    public let id: String
+    public let text: String
+    public let metric: Metric
+    /// The benchmark measured (for `instructions`, `<scenario>.<implementation>`; for
+    /// `completes`, the benchmark name without its implementation).
+    public let measured: String
+    /// What it is divided by, in the same form; `nil`: the measurement itself.
+    public let against: String?
+    public let limit: Double
+    /// `true`: met when the measurement is at most `limit`; `false`: at least.
+    public let atMost: Bool
+
+    init(
+        _ id: String, _ text: String, _ metric: Metric, _ measured: String, against: String? = nil,
+        atMost limit: Double
+    ) {
+        (self.id, self.text, self.metric, self.measured, self.against) = (id, text, metric, measured, against)
+        (self.limit, self.atMost) = (limit, true)
+    }
+
+    init(
+        _ id: String, _ text: String, _ metric: Metric, _ measured: String, against: String? = nil,
+        atLeast limit: Double
+    ) {
+        (self.id, self.text, self.metric, self.measured, self.against) = (id, text, metric, measured, against)
+        (self.limit, self.atMost) = (limit, false)
+    }
+}
+
+/// The allocations per operation `expectedAllocations` gives `name` (one operation: `Sizes.kilo`
+/// per iteration, as in S1 and S2).
+private func allocationsPerOperation(_ name: String) -> Double {
+    Double(expectedAllocations[name] ?? 0) / Double(Sizes.kilo)
+}
+
+/// The project's targets, in report order.
+public let projectTargets: [ProjectTarget] = {
+    var list: [ProjectTarget] = [
+        ProjectTarget(
+            "S1-instructions", "S1 lockFree instructions <= 0.28x NIO (callgrind)", .instructions, "S1.lockFree",
+            against: "S1.nio", atMost: 0.28),
+        ProjectTarget(
+            "S2-instructions", "S2 lockFree instructions <= 0.33x NIO (callgrind)", .instructions, "S2.lockFree",
+            against: "S2.nio", atMost: 0.33),
+        ProjectTarget(
+            "S8-instructions", "S8 lockFree instructions per late callback <= 50 (callgrind)", .instructions,
+            "S8.lockFree", atMost: 50),
+        ProjectTarget(
+            "S4-instructions",
+            "S4 lockFree instructions per pending callback <= the reference's (callgrind, one thread)",
+            .instructions, "S4.lockFree", against: "S4.reference", atMost: 1),
+        ProjectTarget("S1-time", "S1 lockFree time <= 0.4x NIO", .time, "S1.lockFree", against: "S1.nio", atMost: 0.4),
+    ]
+    for scenario in ["S1", "S2"] {
+        let limit = allocationsPerOperation("\(scenario).lockFree")
+        list.append(
+            ProjectTarget(
+                "\(scenario)-allocs",
+                "\(scenario) lockFree <= \(limit.shortText) allocations per promise (the spec's count)",
+                .allocations, "\(scenario).lockFree", atMost: limit))
+    }
+    list.append(
+        ProjectTarget("S2-time", "S2 lockFree time <= 0.45x NIO", .time, "S2.lockFree", against: "S2.nio", atMost: 0.45)
+    )
+    for chain in ["map", "flatMap"] {
+        list.append(
+            ProjectTarget(
+                "S6-\(chain)-time", "S6 \(chain) chain lockFree time per step <= 0.6x NIO", .time,
+                "S6.\(chain).lockFree",
+                against: "S6.\(chain).nio", atMost: 0.6))
+        list.append(
+            ProjectTarget(
+                "S6-\(chain)-locked", "S6 \(chain) chain lockFree time per step <= .locked's", .time,
+                "S6.\(chain).lockFree", against: "S6.\(chain).locked", atMost: 1))
+    }
+    for chain in ["map", "flatMap"] {
+        list.append(
+            ProjectTarget(
+                "S6-\(chain)-complete", "S6 \(chain) chain completes (lockFree, locked)", .completes, "S6.\(chain)",
+                atLeast: 1))
+    }
+    list.append(
+        ProjectTarget(
+            "all-instructions", "all lockFree instructions <= 0.15x NIO (callgrind)", .instructions, "all.lockFree",
+            against: "all.nio", atMost: 0.15))
+    list.append(
+        ProjectTarget(
+            "S4-16-vs-1", "S4 lockFree throughput at T=16 >= 0.9x its own at T=1", .throughput, "S4.lockFree.T16",
+            against: "S4.lockFree.T1", atLeast: 0.9))
+    for threads in Sizes.fanOutThreads {
+        list.append(
+            ProjectTarget(
+                "S4-\(threads)-nio", "S4 T=\(threads) lockFree throughput >= 5x NIO", .throughput,
+                "S4.lockFree.T\(threads)", against: "S4.nio.T\(threads)", atLeast: 5))
+    }
+    for threads in Sizes.fanOutThreads {
+        list.append(
+            ProjectTarget(
+                "S4-\(threads)-reference", "S4 T=\(threads) lockFree throughput >= reference", .throughput,
+                "S4.lockFree.T\(threads)", against: "S4.reference.T\(threads)", atLeast: 1))
+    }
+    return list
+}()
+
+extension Double {
+    /// `1`, `0.5`: as Python's `{:g}` prints it, for the targets' texts.
+    fileprivate var shortText: String {
+        self == rounded() ? String(Int(self)) : String(self)
     }
 }

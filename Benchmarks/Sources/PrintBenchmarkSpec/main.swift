@@ -7,6 +7,7 @@ struct Document: Encodable {
     let sizes: [String: Int]
     let implementations: [Implementation]
     let scenarios: [Scenario]
+    let targets: [ProjectTarget]
 }
 
 let document = Document(
@@ -19,7 +20,8 @@ let document = Document(
         "handoffRoundTrips": Sizes.handoffRoundTrips,
     ],
     implementations: implementations,
-    scenarios: scenarios
+    scenarios: scenarios,
+    targets: projectTargets
 )
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

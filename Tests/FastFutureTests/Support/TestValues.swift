@@ -21,3 +21,28 @@ final class Sentinel: Sendable {
         withExtendedLifetime(self) {}
     }
 }
+
+/// A trivial value of three words (24 bytes): the largest that the result cell keeps inline.
+struct ThreeWords: Sendable, Equatable {
+    var a: Int
+    var b: Int
+    var c: Int
+}
+
+/// A trivial value of five words (40 bytes): the result cell boxes it.
+struct FiveWords: Sendable, Equatable {
+    var a: Int
+    var b: Int
+    var c: Int
+    var d: Int
+    var e: Int
+}
+
+/// A weak reference, to watch an object's lifetime (empty until an object is put in).
+struct WeakRef {
+    weak var object: AnyObject?
+
+    init(_ object: AnyObject? = nil) {
+        self.object = object
+    }
+}

@@ -2,14 +2,15 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// The lifetime of `_SlotNode` registrations (registrations of three words or less in a non-generic heap node, moved
-/// out when they run, destroyed by the deinit through `fire` if they never ran) and of the
-/// `flatMap` step that refills its slot node with a forward. Every registration here is a
-/// *second* registration (the first takes the embedded node), so it lives in a heap node.
+/// A later registration - its future's second or later, in a heap node - runs once and is
+/// destroyed exactly once, fired or not: in a `_SlotNode` (three words or less, not generic, moved
+/// out when it runs, destroyed by the deinit through `fire` if it never ran), and the `flatMap`
+/// step that refills its slot node with a forward. Every registration here is a *second*
+/// registration (first ones, in the embedded node, are `FirstRegistrationLifetimeTests`').
 ///
 /// The captured objects count their deinits: a registration destroyed twice over-releases what
 /// it captured (a crash, or a count too high), one never destroyed leaks it (a count too low).
-@Suite struct SlotNodeLifetimeTests {
+@Suite struct LaterRegistrationLifetimeTests {
     static let variants = FutureVariant.allCases
 
     /// An object that counts its own deinit (see `DeinitCounted`).
@@ -31,7 +32,7 @@ import Testing
     /// test threads that spin): a step or callback on it fits in a `_SlotNode` (three words)
     /// although it does not run inline.
     struct HopExecutor: FutureExecutor {
-        static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.hop")
+        static let queue = DispatchQueue(label: "LaterRegistrationLifetimeTests.hop")
 
         func execute(_ work: @escaping @Sendable () -> Void) {
             Self.queue.async(execute: work)
@@ -39,14 +40,7 @@ import Testing
     }
 
     /// A serial queue (a generic `_Node` for a step on it: four words).
-    static let queue = DispatchQueue(label: "SlotNodeLifetimeTests.queue")
-
-    /// A pending promise whose embedded node is taken (by a callback that does nothing).
-    static func slotTaken<T: Sendable>(_ variant: FutureVariant, _: T.Type = T.self) -> Promise<T> {
-        let promise = Promise<T>(variant: variant)
-        promise.future.whenComplete { _ in }
-        return promise
-    }
+    static let queue = DispatchQueue(label: "LaterRegistrationLifetimeTests.queue")
 
     // MARK: - Callbacks and cancel handlers in slot nodes
 
@@ -54,7 +48,7 @@ import Testing
     func callbackFired(variant: FutureVariant) {
         let deaths = AtomicCount()
         let runs = AtomicCount()
-        let promise = Self.slotTaken(variant, Int.self)
+        let promise = RegistrationPlacement.slotTaken(variant, Int.self)
         for _ in 0..<3 {
             let tracked = Tracked(deaths)
             promise.future.whenComplete { _ in
@@ -75,7 +69,7 @@ import Testing
         let runs = AtomicCount()
         weak var weakFuture: Future<String>?
         do {
-            let promise = Self.slotTaken(variant, String.self)
+            let promise = RegistrationPlacement.slotTaken(variant, String.self)
             weakFuture = promise.future
             for index in 0..<4 {
                 let tracked = Tracked(deaths)
@@ -125,7 +119,7 @@ import Testing
     func cancelHandlerRunOnCancel(variant: FutureVariant) {
         let deaths = AtomicCount()
         let runs = AtomicCount()
-        let promise = Self.slotTaken(variant, Int.self)
+        let promise = RegistrationPlacement.slotTaken(variant, Int.self)
         for _ in 0..<3 {
             let tracked = Tracked(deaths)
             promise.onCancel {
@@ -167,7 +161,7 @@ import Testing
             let deaths = AtomicCount()
             let runs = AtomicCount()
             let runsSeenInside = LockedBox(-1)
-            let promise = Self.slotTaken(variant, Int.self)
+            let promise = RegistrationPlacement.slotTaken(variant, Int.self)
             promise.future.whenComplete { _ in
                 let tracked = Tracked(deaths)
                 promise.onCancel {
@@ -196,8 +190,8 @@ import Testing
         weak var weakDerived: Future<T>?
         weak var weakInner: Future<T>?
         do {
-            let source = Self.slotTaken(variant, Int.self)
-            let inner = Self.slotTaken(variant, T.self)
+            let source = RegistrationPlacement.slotTaken(variant, Int.self)
+            let inner = RegistrationPlacement.slotTaken(variant, T.self)
             weakInner = inner.future
             let bodyRan = AtomicCount()
             let derived: Future<T>
@@ -251,9 +245,9 @@ import Testing
     func followFailureAndReference(variant: FutureVariant) throws {
         let deaths = AtomicCount()
         do {
-            let source = Self.slotTaken(variant, Int.self)
-            let failing = Self.slotTaken(variant, Int.self)
-            let objects = Self.slotTaken(variant, Tracked.self)
+            let source = RegistrationPlacement.slotTaken(variant, Int.self)
+            let failing = RegistrationPlacement.slotTaken(variant, Int.self)
+            let objects = RegistrationPlacement.slotTaken(variant, Tracked.self)
             let failed = source.future.flatMap { _ in failing.future }
             let object = source.future.flatMap { _ in objects.future }
             source.succeed(0)
@@ -268,14 +262,14 @@ import Testing
     }
 
     @Test("flatMap in a slot node: cancelling the derived future while it follows", arguments: FutureVariant.allCases)
-    func followThenCancel(variant: FutureVariant) throws {
+    func cancelledWhileFollowingFromASlotNode(variant: FutureVariant) throws {
         let deaths = AtomicCount()
         let innerCancelled = AtomicCount()
         weak var weakDerived: Future<Int>?
         weak var weakInner: Future<Int>?
         do {
-            let source = Self.slotTaken(variant, Int.self)
-            let inner = Self.slotTaken(variant, Int.self)
+            let source = RegistrationPlacement.slotTaken(variant, Int.self)
+            let inner = RegistrationPlacement.slotTaken(variant, Int.self)
             inner.onCancel { innerCancelled.increment() }
             weakInner = inner.future
             let derived: Future<Int>
@@ -305,8 +299,8 @@ import Testing
     func flatMapErrorFollows(variant: FutureVariant) throws {
         weak var weakDerived: Future<Int>?
         do {
-            let source = Self.slotTaken(variant, Int.self)
-            let inner = Self.slotTaken(variant, Int.self)
+            let source = RegistrationPlacement.slotTaken(variant, Int.self)
+            let inner = RegistrationPlacement.slotTaken(variant, Int.self)
             let derived = source.future.flatMapError { _ in inner.future }
             weakDerived = derived
             source.fail(TestFailure(1))
@@ -325,8 +319,8 @@ import Testing
     func innerCompletesWhileStepReturns(variant: FutureVariant) throws {
         let rounds = Self.raceRounds
         let deaths = AtomicCount()
-        let sources = (0..<rounds).map { _ in Self.slotTaken(variant, Int.self) }
-        let inners = (0..<rounds).map { _ in Self.slotTaken(variant, String.self) }
+        let sources = (0..<rounds).map { _ in RegistrationPlacement.slotTaken(variant, Int.self) }
+        let inners = (0..<rounds).map { _ in RegistrationPlacement.slotTaken(variant, String.self) }
         let started = (0..<rounds).map { _ in AtomicCount() }
         var derived: [Future<String>] = []
         for round in 0..<rounds {
@@ -359,8 +353,8 @@ import Testing
     @Test("The derived future is cancelled on another thread while the step follows", arguments: FutureVariant.allCases)
     func cancelWhileStepFollows(variant: FutureVariant) {
         let rounds = Self.raceRounds
-        let sources = (0..<rounds).map { _ in Self.slotTaken(variant, Int.self) }
-        let inners = (0..<rounds).map { _ in Self.slotTaken(variant, Int.self) }
+        let sources = (0..<rounds).map { _ in RegistrationPlacement.slotTaken(variant, Int.self) }
+        let inners = (0..<rounds).map { _ in RegistrationPlacement.slotTaken(variant, Int.self) }
         let started = (0..<rounds).map { _ in AtomicCount() }
         let derived = (0..<rounds).map { round in
             let inner = inners[round].future
@@ -404,7 +398,7 @@ import Testing
             let callbackRuns = AtomicCount()
             let handlerRuns = AtomicCount()
             let derivedValues = AtomicCount()
-            let promise = Self.slotTaken(variant, Int.self)
+            let promise = RegistrationPlacement.slotTaken(variant, Int.self)
             let line = StartingLine(parties: threads + 1)
             TestThreads.run(threads + 1) { thread in
                 line.wait()
@@ -454,14 +448,14 @@ import Testing
         let depth = Self.depth
         TestThreads.run(1, stackSize: 512 * 1024) { _ in
             let pending = LockedBox<[Promise<Int>]>([])
-            let root = Self.slotTaken(variant, Int.self)
+            let root = RegistrationPlacement.slotTaken(variant, Int.self)
             var future = root.future
             for _ in 0..<depth {
                 future.whenComplete { _ in }
                 let tracked = Tracked(deaths)
                 future = future.flatMap { value in
                     tracked.touch()
-                    let inner = Self.slotTaken(variant, Int.self)
+                    let inner = RegistrationPlacement.slotTaken(variant, Int.self)
                     pending.append(inner)
                     return inner.future
                 }
@@ -484,7 +478,7 @@ import Testing
         let rootCancelled = AtomicCount()
         let depth = Self.depth
         TestThreads.run(1, stackSize: 512 * 1024) { _ in
-            let root = Self.slotTaken(variant, Int.self)
+            let root = RegistrationPlacement.slotTaken(variant, Int.self)
             root.onCancel { rootCancelled.increment() }
             var future = root.future
             for _ in 0..<depth {

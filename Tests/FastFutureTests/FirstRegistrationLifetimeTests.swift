@@ -2,29 +2,20 @@ import Dispatch
 import FastFuture
 import Testing
 
-/// The lifetime of the fire functions kept in raw memory: the embedded node's (`_FutureWords.embeddedFire`,
-/// moved out when the node runs; the future's deinit destroys the embedded registration only if
-/// EMBEDDED is set and COMPLETED clear) and the heap nodes' (`_CallbackNode._fireWords`, armed and
-/// disarmed; a deinit destroys what an armed node holds; a `flatMap` step re-arms its node).
+/// A future's first registration - kept in its embedded node - runs once and is destroyed exactly
+/// once, fired or not, as are the heap nodes' registrations beside it. What runs a node is a fire
+/// function in raw memory: the embedded node's (`_FutureWords.embeddedFire`, moved out when the
+/// node runs; the future's deinit destroys the embedded registration only if EMBEDDED is set and
+/// COMPLETED clear) and the heap nodes' (`_CallbackNode._fireWords`, armed and disarmed; a deinit
+/// destroys what an armed node holds; a `flatMap` step re-arms its node).
 ///
-/// Most registrations here are *first* registrations, in the embedded node (SlotNodeLifetimeTests
-/// covers second ones). The captured objects count their deinits: a registration destroyed twice
-/// over-releases what it captured (a crash, or a count too high), one never destroyed leaks it (a
-/// count too low); an embedded node fired with an empty slot calls a null or stale function.
-@Suite struct RawFireLifetimeTests {
+/// Later registrations, in heap nodes, are `LaterRegistrationLifetimeTests`'. The captured objects
+/// count their deinits: a registration destroyed twice over-releases what it captured (a crash,
+/// or a count too high), one never destroyed leaks it (a count too low); an embedded node fired
+/// with an empty slot calls a null or stale function.
+@Suite struct FirstRegistrationLifetimeTests {
     /// An object that counts its own deinit (see `DeinitCounted`).
     typealias Tracked = DeinitCounted
-
-    /// An executor of two words: a step on it is five words, a generic `_Node` (a callback on it
-    /// four, also a `_Node`).
-    struct TwoWordExecutor: FutureExecutor {
-        let queue: DispatchQueue
-        let tag: Int
-
-        func execute(_ work: @escaping @Sendable () -> Void) {
-            queue.async(execute: work)
-        }
-    }
 
     /// A weak reference to a future, to keep in a collection.
     struct WeakFuture: @unchecked Sendable {
@@ -36,76 +27,12 @@ import Testing
     }
 
     /// Where the hopping registrations run (serial: `queue.sync {}` waits for all of them).
-    static let queue = DispatchQueue(label: "RawFireLifetimeTests.queue")
+    static var queue: DispatchQueue { RegistrationKind.queue }
     /// Where a test completes a future from another thread.
-    static let completer = DispatchQueue(label: "RawFireLifetimeTests.completer")
+    static let completer = DispatchQueue(label: "FirstRegistrationLifetimeTests.completer")
 
-    /// The kinds of registration `register` makes.
-    enum Kind: CaseIterable {
-        /// `.inline` callback: embeddable (the embedded node if first, else a slot node).
-        case callback
-        /// `map`: an embeddable step.
-        case map
-        /// `flatMap` to a complete future: an embeddable step.
-        case flatMap
-        /// `onCancel`: never embedded (a slot node), runs only on cancel.
-        case onCancel
-        /// A callback on a serial queue: a generic `_Node`.
-        case queueCallback
-        /// A `map` on a two-word executor: a generic `_Node`.
-        case twoWordMap
-    }
-
-    /// Registers one `kind` on `promise`'s future; its body captures `tracked` (taken as an
-    /// argument, so that only the registration holds it when this returns) and counts its runs.
-    static func register(_ kind: Kind, on promise: Promise<Int>, _ tracked: Tracked, _ runs: AtomicCount) {
-        let future = promise.future
-        switch kind {
-        case .callback:
-            future.whenComplete { _ in
-                tracked.touch()
-                runs.increment()
-            }
-        case .map:
-            _ = future.map { value in
-                tracked.touch()
-                runs.increment()
-                return value + 1
-            }
-        case .flatMap:
-            let variant = future.variant
-            _ = future.flatMap { value in
-                tracked.touch()
-                runs.increment()
-                return Future.succeeded(value + 1, variant: variant)
-            }
-        case .onCancel:
-            promise.onCancel {
-                tracked.touch()
-                runs.increment()
-            }
-        case .queueCallback:
-            future.whenComplete(on: queue) { _ in
-                tracked.touch()
-                runs.increment()
-            }
-        case .twoWordMap:
-            _ = future.map(on: TwoWordExecutor(queue: queue, tag: 7)) { value in
-                tracked.touch()
-                runs.increment()
-                return value + 1
-            }
-        }
-    }
-
-    /// How many times a `kind` registration runs when its future succeeds, or is cancelled.
-    static func expectedRuns(_ kind: Kind, cancelled: Bool) -> Int {
-        switch kind {
-        case .callback, .queueCallback: return 1
-        case .map, .flatMap, .twoWordMap: return cancelled ? 0 : 1
-        case .onCancel: return cancelled ? 1 : 0
-        }
-    }
+    /// The kinds of registration the tests make (see `RegistrationKind`).
+    typealias Kind = RegistrationKind
 
     // MARK: - Fired, then freed
 
@@ -121,11 +48,11 @@ import Testing
                 do {
                     let promise = Promise<Int>(variant: variant)
                     weakFuture = promise.future
-                    Self.register(kind, on: promise, Tracked(deaths), runs)
+                    kind.register(on: promise, Tracked(deaths), runs)
                     #expect(deaths.load() == 0, "\(kind): destroyed before it ran")
                     if cancel { promise.future.cancel() } else { promise.succeed(1) }
                     Self.queue.sync {}
-                    #expect(runs.load() == Self.expectedRuns(kind, cancelled: cancel), "\(kind), cancel \(cancel)")
+                    #expect(runs.load() == kind.expectedRuns(cancelled: cancel), "\(kind), cancel \(cancel)")
                     // Destroyed once it ran (or was dropped), while the future is still referenced.
                     #expect(deaths.load() == 1, "\(kind), cancel \(cancel): not destroyed after it ran")
                 }
@@ -158,7 +85,7 @@ import Testing
                 let promise = Promise<Int>(variant: variant)
                 weakFuture = promise.future
                 for kind in layout {
-                    Self.register(kind, on: promise, Tracked(deaths), runs)
+                    kind.register(on: promise, Tracked(deaths), runs)
                 }
                 #expect(deaths.load() == 0)
             }
@@ -180,8 +107,8 @@ import Testing
             let promise = Promise<Int>(variant: variant)
             // Filled and pushed here; destroyed by the deinit of whichever thread drops the last
             // reference - usually the completer's (the slot's and fire function's words written here).
-            Self.register(.callback, on: promise, Tracked(deaths), runs)
-            if index % 2 == 0 { Self.register(.onCancel, on: promise, Tracked(deaths), runs) }
+            Kind.callback.register(on: promise, Tracked(deaths), runs)
+            if index % 2 == 0 { Kind.onCancel.register(on: promise, Tracked(deaths), runs) }
             Self.completer.async { withExtendedLifetime(promise) {} }
         }
         Self.completer.sync {}
@@ -212,7 +139,7 @@ import Testing
         _ = TestThreads.race(2, over: count) { thread, index in
             if thread == 0 {
                 for kind in Self.raceLayout(index) {
-                    Self.register(kind, on: promises[index], Tracked(deaths), runs[index])
+                    kind.register(on: promises[index], Tracked(deaths), runs[index])
                 }
             } else if cancel {
                 promises[index].future.cancel()
@@ -226,7 +153,7 @@ import Testing
         for index in 0..<count {
             let layout = Self.raceLayout(index)
             registered += layout.count
-            let expected = layout.reduce(0) { $0 + Self.expectedRuns($1, cancelled: cancel) }
+            let expected = layout.reduce(0) { $0 + $1.expectedRuns(cancelled: cancel) }
             if runs[index].load() != expected { wrong += 1 }
         }
         #expect(wrong == 0, "\(wrong) futures ran their registrations a wrong number of times")
@@ -260,7 +187,7 @@ import Testing
             do {
                 let promise = Promise<Int>(variant: variant)
                 weakFutures.withLock { $0.append(WeakFuture(promise.future)) }
-                Self.register(.callback, on: promise, Tracked(deaths), runs)
+                Kind.callback.register(on: promise, Tracked(deaths), runs)
                 promise.succeed(1)
             }
             // Its embedded node and a slot node (the first registration found it complete, so it
@@ -268,8 +195,8 @@ import Testing
             do {
                 let promise = Promise<Int>(variant: variant)
                 weakFutures.withLock { $0.append(WeakFuture(promise.future)) }
-                Self.register(.callback, on: promise, Tracked(deaths), runs)
-                Self.register(.map, on: promise, Tracked(deaths), runs)
+                Kind.callback.register(on: promise, Tracked(deaths), runs)
+                Kind.map.register(on: promise, Tracked(deaths), runs)
                 promise.succeed(2)
             }
             // A future made complete: its first registration runs later, in a heap node.
@@ -372,7 +299,7 @@ import Testing
     @Test(
         "flatMap: the derived future is cancelled while it follows; the forward runs once, destroyed once",
         arguments: FutureVariant.allCases)
-    func followThenCancel(variant: FutureVariant) throws {
+    func cancelledWhileFollowingFromTheEmbeddedNode(variant: FutureVariant) throws {
         for executor in 0..<3 {
             let deaths = AtomicCount()
             let cancelHandlers = AtomicCount()
