@@ -82,11 +82,9 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     final var _isCancelHandler: Bool { _interest == _Interest.cancelHandler }
 
-    /// Where `_fireWords` is, from the object's address: after the header, `_next` and
-    /// `_interest`/`_isArmed` (padded to a word). Checked against the runtime in
-    /// LayoutTests.
+    /// Where `_fireWords` is, from the object's address (see `_Layout.nodeFireOffset`).
     @inlinable
-    static var fireOffset: Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }
+    static var fireOffset: Int { _Layout.nodeFireOffset }
 
     /// The address `offset` bytes past the node's own: a field the code reaches as raw memory
     /// (`_fireWords` here, a slot node's registration), at an offset LayoutTests checks.
@@ -231,7 +229,7 @@ internal class _CallbackNode: @unchecked Sendable {
 /// is still armed) destroys it from the deinit, through `fire` with no future.
 ///
 /// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
-/// (`slotOffset`, checked against the runtime's layout in LayoutTests).
+/// (`slotOffset`, from the C mirror of this layout: see `_Layout`).
 // Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
 internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
@@ -245,11 +243,9 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
         _slot.initializeMemory(as: R.self, to: registration)
     }
 
-    /// Where `_slotWords` is, from the object's address: after the header, `_next`,
-    /// `_isCancelHandler`/`_isArmed` (padded to a word) and `_fireWords` (two words; 16 bytes
-    /// with their alignment on 32-bit targets).
+    /// Where `_slotWords` is, from the object's address (see `_Layout.slotNodeSlotOffset`).
     @inlinable
-    static var slotOffset: Int { fireOffset + MemoryLayout<_NodeFireWords>.size }
+    static var slotOffset: Int { _Layout.slotNodeSlotOffset }
 
     /// The registration's storage (owned by the node's owner).
     @inlinable
