@@ -20,30 +20,6 @@
 ///   the owner; the closures a registration holds are `@Sendable`.
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
-    /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`
-    /// the node was registered on (unretained: the caller holds it for the call); or, with
-    /// `future == nil`, only destroys it (a `_SlotNode` that never ran, from its deinit).
-    ///
-    /// A stored function rather than an overridden method: the vtable of a generic class points
-    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
-    /// every call. The function stored here is referenced where the node is created, in code the
-    /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
-    /// one.
-    @usableFromInline
-    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: UnsafeRawPointer?) -> Void
-
-    /// A `Fire` as raw memory holds it (a struct around the function, so that a typed pointer
-    /// reaches it as a field stores it: see `_EmbeddedFire`).
-    @usableFromInline
-    struct _FireBox {
-        @usableFromInline var fire: Fire
-
-        @inlinable
-        init(_ fire: @escaping Fire) {
-            self.fire = fire
-        }
-    }
-
     /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
     @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
     /// What the registration's interest in the result is (an `_Interest` value, read only by a
@@ -57,16 +33,22 @@ internal class _CallbackNode: @unchecked Sendable {
     /// never ran: its deinit destroys what it holds. Kept in the padding after
     /// `_interest`, so that a slot node is 72 bytes (malloc's 80-byte class).
     @usableFromInline @exclusivity(unchecked) final var _isArmed: Bool
-    /// What running this node does (a `_FireBox`), in raw memory while `_isArmed`: taken out,
-    /// not copied, to run it, so that neither the run nor the node's deinit retains or releases
-    /// the function's context. Its owner may arm the node again: a `flatMap` step's node, once
+    /// What running this node does (a `_FireBox`, called with the node's address as its holder),
+    /// in raw memory while `_isArmed`: taken out, not copied, to run it, so that neither the run
+    /// nor the node's deinit retains or releases the function's context.
+    ///
+    /// A stored function rather than an overridden method: the vtable of a generic class points
+    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
+    /// every call. The function stored here is referenced where the node is created, in code the
+    /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
+    /// one. Its owner may arm the node again: a `flatMap` step's node, once
     /// the step has run, forwards its inner future's result (see `_Step`).
     /// Two words; on 32-bit targets 16-byte aligned, which makes every node a 16-byte aligned
     /// object (see `_NodeFireWords`).
     @usableFromInline @exclusivity(unchecked) final var _fireWords: _NodeFireWords
 
     @inlinable
-    init(interest: UInt8, fire: @escaping Fire) {
+    init(interest: UInt8, fire: @escaping _FireBox.Fire) {
         self._next = nil
         self._interest = interest
         self._isArmed = false
@@ -98,7 +80,7 @@ internal class _CallbackNode: @unchecked Sendable {
 
     /// Stores what running the node does. Called by the node's owner, on a disarmed node.
     @inlinable
-    final func _arm(_ fire: @escaping Fire) {
+    final func _arm(_ fire: @escaping _FireBox.Fire) {
         assert(!_isArmed, "FastFuture: armed a node that was armed")
         _exploreWrite(_fireField)  // with `_isArmed`: one datum for the explorer
         _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
@@ -108,12 +90,21 @@ internal class _CallbackNode: @unchecked Sendable {
     /// Takes out what running the node does, to run it (or, from a deinit, to destroy what it
     /// holds). Called by the node's owner, on an armed node.
     @inlinable
-    final func _disarm() -> Fire {
+    final func _disarm() -> _FireBox.Fire {
         _exploreRead(_fireField)
         assert(_isArmed, "FastFuture: ran a node that was not armed")
         _exploreWrite(_fireField)
         _isArmed = false
         return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
+    }
+
+    /// Disarms the node and runs what it holds with the result of `source` (the complete future
+    /// it was registered on, unretained), or, with `nil`, destroys it unrun (see `_FireBox`).
+    /// Called by the node's owner, on an armed node, which is alive for the call (`self`): the
+    /// fire function gets its address as its holder.
+    @inlinable @inline(__always)
+    final func _fire(_ source: UnsafeRawPointer?) {
+        _disarm()(_rawField(at: 0), source)
     }
 
     // MARK: Lists
@@ -164,7 +155,7 @@ internal class _CallbackNode: @unchecked Sendable {
             }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
             if !node._isCancelHandler || cancelled {
-                node._disarm()(node, source)
+                node._fire(source)
             }
         }
     }
@@ -189,7 +180,7 @@ internal class _CallbackNode: @unchecked Sendable {
             {
                 let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
                 // Unretained: the caller holds `future` for the call.
-                node._disarm()(node, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+                node._fire(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
                 continue
             }
             if let tail = restTail {
@@ -266,7 +257,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     deinit {
         _exploreFree(_fireField)
         _exploreFree(_slot)
-        if _isArmed { _disarm()(self, nil) }
+        if _isArmed { _fire(nil) }
     }
 }
 
@@ -290,11 +281,13 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
         if _isArmed { _ = _disarm() }
     }
 
+    /// This node's fire function (see `_FireBox`).
     @inlinable
-    static func _fireNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
+    static func _fireNode(_ holder: UnsafeMutableRawPointer, _ future: UnsafeRawPointer?) {
         // Never called with nil: the registration is destroyed with the node.
         guard let future else { return }
-        let node = unsafeDowncast(node, to: Self.self)
-        node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
+        Unmanaged<_Node<R>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
+        }
     }
 }

@@ -234,7 +234,7 @@ internal struct _FutureCore {
         // below), so a second fire traps instead of calling the moved-out function again.
         assert(field.load(as: UInt.self) != 0, "FastFuture: ran the embedded node while it was empty")
         // Moved out: no retain of the function's context for the call.
-        let fire = field.assumingMemoryBound(to: _EmbeddedFire.self).move().fire
+        let fire = field.assumingMemoryBound(to: _FireBox.self).move().fire
         #if DEBUG
             field.storeBytes(of: 0, as: UInt.self)
         #endif
@@ -268,7 +268,7 @@ internal struct _FutureCore {
         rawField(\.embeddedSlot)
     }
 
-    /// The embedded node's `embeddedFire` field: raw memory that holds an `_EmbeddedFire` while
+    /// The embedded node's `embeddedFire` field: raw memory that holds a `_FireBox` while
     /// the slot holds a registration (owned by the node's owner; never `words.pointee`, which
     /// would copy the whole struct).
     @inlinable

@@ -43,14 +43,10 @@ extension _Registration {
             && MemoryLayout<Self>.alignment <= MemoryLayout<_EmbeddedSlot>.alignment
     }
 
-    /// The embedded node's `fire` for this kind (see `_EmbeddedFire`): moves the registration
+    /// The embedded node's fire function for this kind (see `_FireBox`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
-    /// or, if `source` is `nil`, drops it.
-    ///
-    /// The fire functions are stored as closure literals that call them, `{ R._fireFromSlot($0,
-    /// $1) }`, not as `R._fireFromSlot`: a reference to a static method becomes a thunk that calls
-    /// it (one more call per run: 4 instructions in S1), while the literal, with the method
-    /// inlined into it, is the function itself.
+    /// or, if `source` is `nil`, drops it. Stored as a closure literal that calls it (see
+    /// `_FireBox`: as `R._fireFromSlot` itself, one more call per run, 4 instructions in S1).
     @inlinable @inline(__always)
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
@@ -68,16 +64,17 @@ extension _Registration {
         return _Node(registration)
     }
 
-    /// A `_SlotNode`'s `fire` for this kind (its runner disarmed the node to call it): moves the
-    /// registration out of the node's slot, then runs it with the result of `future` (the
-    /// complete source), or, with `nil`, drops it.
+    /// A `_SlotNode`'s fire function for this kind (see `_FireBox`; its runner disarmed the node
+    /// to call it, and holds it for the call): moves the registration out of the node's slot,
+    /// then runs it with the result of `future` (the complete source), or, with `nil`, drops it.
     @inlinable @inline(__always)
-    static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
-        let node = unsafeDowncast(node, to: _SlotNode.self)
-        _exploreRead(node._slot)
-        let registration = node._slot.assumingMemoryBound(to: Self.self).move()
-        guard let future else { return }
-        registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+    static func _fireSlotNode(_ holder: UnsafeMutableRawPointer, _ future: UnsafeRawPointer?) {
+        Unmanaged<_SlotNode>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            _exploreRead(node._slot)
+            let registration = node._slot.assumingMemoryBound(to: Self.self).move()
+            guard let future else { return }
+            registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+        }
     }
 }
 
@@ -99,8 +96,7 @@ extension Future {
                 // the node is claimed once: only the other kinds store theirs (folded away for a
                 // callback). Published with the node by the push's release.
                 if R._interest != _Interest.observer { core.embeddedInterest.pointee = R._interest }
-                core.embeddedFire.initializeMemory(
-                    as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
+                core.embeddedFire.initializeMemory(as: _FireBox.self, to: _FireBox({ R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,

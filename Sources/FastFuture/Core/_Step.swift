@@ -114,13 +114,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
     }
 
-    /// A reused node's `fire`: forwards the inner future's result.
+    /// A reused `_Node`'s fire function (see `_FireBox`): forwards the inner future's result.
     @inlinable
-    static func _fireForward(_ node: _CallbackNode, _ inner: UnsafeRawPointer?) {
-        // Never called with nil: the step is destroyed with its `_Node`.
+    static func _fireForward(_ holder: UnsafeMutableRawPointer, _ inner: UnsafeRawPointer?) {
+        // With nil, nothing to destroy: the step goes with its `_Node`.
         guard let inner else { return }
-        unsafeDowncast(node, to: _Node<Self>.self).registration.derived._complete(
-            Future<Output>._completedResult(ofUnretained: inner))
+        Unmanaged<_Node<Self>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            _ = node.registration.derived._complete(Future<Output>._completedResult(ofUnretained: inner))
+        }
     }
 }
 
