@@ -107,6 +107,14 @@ internal class _CallbackNode: @unchecked Sendable {
         _disarm()(_rawField(at: 0), source)
     }
 
+    /// This node as a `_SlotNode`, if it is one (else it is a `_Node<R>`): its kind read from the
+    /// object itself (its class, one load and compare: `_SlotNode` is final), for code that
+    /// re-arms a node it was handed (`_Step._follow`).
+    @inlinable
+    final var _asSlotNode: _SlotNode? {
+        type(of: self) == _SlotNode.self ? unsafeDowncast(self, to: _SlotNode.self) : nil
+    }
+
     // MARK: Lists
     //
     // A list may hold the future's embedded node (its first registration, see `_State.embedded`):

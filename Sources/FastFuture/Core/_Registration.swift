@@ -57,7 +57,7 @@ extension _Registration {
 
 extension _Registration {
     /// A heap node holding `registration`: a `_SlotNode` if it fits in the slot, else a `_Node`.
-    /// (A step that reuses its node, `_Step._follow`, tells the two apart the same way.)
+    /// (A step that reuses its node, `_Step._follow`, asks the node which it is: `_asSlotNode`.)
     @inlinable @inline(__always)
     static func _makeNode(_ registration: consuming Self) -> _CallbackNode {
         if _fitsInSlot { return _SlotNode(registration) }

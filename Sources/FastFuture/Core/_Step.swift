@@ -100,11 +100,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
         if let node {
             // The node is this thread's until it is pushed again (the push publishes the change);
-            // its runner disarmed it to run this step. A slot node's registration was moved out
-            // when it ran: the forward takes its place. A `_Node` keeps its step, whose `derived`
-            // the forward reads.
-            if Self._fitsInSlot {
-                unsafeDowncast(node, to: _SlotNode.self)._refill(with: _Forward(derived: derived))
+            // its runner disarmed it to run this step. The node's own kind says how to re-arm it
+            // (not the choice `_makeNode` made, elsewhere): it ran this step, so it is a
+            // `_SlotNode`, or else a `_Node<Self>` (the only fire functions that pass a node to
+            // `run` are `_fireSlotNode`'s and `_Node._fireNode`'s, which passes its own `R`'s). A
+            // slot node's registration was moved out when it ran: the forward takes its place. A
+            // `_Node` keeps its step, whose `derived` the forward reads.
+            if let slotNode = node._asSlotNode {
+                slotNode._refill(with: _Forward(derived: derived))
             } else {
                 node._arm({ Self._fireForward($0, $1) })
             }
