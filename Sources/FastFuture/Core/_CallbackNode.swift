@@ -1,3 +1,16 @@
+// The node kinds, by what they hold (all linked the same way: see `_nextField`):
+//
+// - the embedded node - no object: three fields of the future (`_FutureWords.embeddedNext`,
+//   `embeddedFire`, `embeddedSlot`), for its first registration that runs inline and fits in
+//   three words, without an allocation;
+// - `_SlotNode`, a slot node - a registration of three words or less, kept in raw words (the
+//   embedded node's slot, in an object of its own): non-generic, for when the embedded node is
+//   taken;
+// - `_Node<R>`, a typed node - a registration too large for a slot (one that hops to a stored
+//   executor), kept as a typed stored property;
+// - `_CallbackNode`, their base class: the stack link, the interest byte, the armed flag and the
+//   fire box (what running the node does).
+
 /// A registration on a future, in a node of its own: the element of the future's callback stack.
 ///
 /// Nodes are linked through `_next` into the future's Treiber stack (see `Future`'s state
