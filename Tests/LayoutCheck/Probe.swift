@@ -26,7 +26,7 @@ final class ProbeWordsHolder {
 /// `_CallbackNode`'s stored properties, in its order.
 class ProbeNode {
     var _next: UnsafeMutableRawPointer? = nil
-    let _isCancelHandler = false
+    let _interest: UInt8 = 0
     var _isArmed = false
     #if _pointerBitWidth(_32)
         var _fireWords: _NodeFireWords = .zero
@@ -55,9 +55,10 @@ final class ProbeSlotNode: ProbeNode {
 /// A heap node's alignment.
 @inline(never) public func probeNodeAlignment() -> Int { MemoryLayout<_NodeFireWords>.alignment }
 
-/// `_CallbackNode.fireOffset` and `_SlotNode.slotOffset`, as those files compute them.
-@inline(never) public func probeFireOffset() -> Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }
-@inline(never) public func probeSlotOffset() -> Int { probeFireOffset() + MemoryLayout<_NodeFireWords>.size }
+/// `_CallbackNode.fireOffset` and `_SlotNode.slotOffset`, as the core takes them (`_Layout`, from the
+/// C mirror of a slot node).
+@inline(never) public func probeFireOffset() -> Int { _Layout.nodeFireOffset }
+@inline(never) public func probeSlotOffset() -> Int { _Layout.slotNodeSlotOffset }
 
 @inline(never) public func makeFuture() -> UnsafeMutableRawPointer {
     UnsafeMutableRawPointer(Unmanaged.passRetained(ProbeWordsHolder()).toOpaque())

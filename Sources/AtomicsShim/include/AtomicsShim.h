@@ -383,12 +383,14 @@ typedef struct ff_node_fire_words {
 } ff_node_fire_words;
 
 /// The layout of a heap node as Swift lays out `_SlotNode` (a mirror: the object header, then
-/// `_CallbackNode`'s stored properties, then `_SlotNode`'s), for the checks below; LayoutTests
-/// checks the same offsets against the runtime.
+/// `_CallbackNode`'s stored properties, then `_SlotNode`'s). The core takes the offsets of the
+/// fields it reaches as raw memory from here (`ff_node_fire_offset`, `ff_slot_node_slot_offset`:
+/// `_Layout` in Swift), so the compiler that lays this out computes them and the checks below
+/// hold them; LayoutTests and scripts/layout-check check that Swift's class layout is this one.
 typedef struct ff_slot_node_layout {
   uintptr_t header[2];
   void *_Nullable next;
-  bool isCancelHandler;
+  uint8_t interest;
   bool isArmed;
   ff_node_fire_words fireWords;
   uintptr_t slotWords[3];
@@ -406,6 +408,16 @@ _Static_assert(offsetof(ff_slot_node_layout, slotWords) ==
 _Static_assert(FF_32_BIT == 1 || (offsetof(ff_slot_node_layout, slotWords) == 48 &&
                                   sizeof(ff_slot_node_layout) == 72),
                "64-bit: a slot node changed layout (72 bytes: malloc's 80-byte class)");
+
+/// Where the words are from a future's stored properties (`_Layout.futureWordsOffset`): from
+/// `FF_FUTURE_WORDS_OFFSET`, less the header that `_getUnsafePointerToStoredProperties` skips.
+FF_INLINE size_t ff_future_words_offset(void) { return FF_FUTURE_WORDS_OFFSET - FF_OBJECT_HEADER_SIZE; }
+
+/// Where a heap node's fire words are, from its address (`_Layout.nodeFireOffset`).
+FF_INLINE size_t ff_node_fire_offset(void) { return offsetof(ff_slot_node_layout, fireWords); }
+
+/// Where a slot node's registration is, from its address (`_Layout.slotNodeSlotOffset`).
+FF_INLINE size_t ff_slot_node_slot_offset(void) { return offsetof(ff_slot_node_layout, slotWords); }
 
 // MARK: - Not atomics (1): futex wait and wake (the `.locked` lock's sleep)
 

@@ -16,6 +16,7 @@ extension Future {
         _ body: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
         if type(of: executor) == InlineExecutor.self, _runIfLate(body) { return }
+        if type(of: executor) == MainActorExecutor.self { return _whenCompleteOnMainActor(body) }
         _register(_Callback(.complete(body), on: executor))
     }
 
@@ -33,6 +34,9 @@ extension Future {
             _runIfLate({ if case .success(let value) = $0 { body(value) } })
         {
             return
+        }
+        if type(of: executor) == MainActorExecutor.self {
+            return _whenCompleteOnMainActor { if case .success(let value) = $0 { body(value) } }
         }
         _register(_Callback(.success(body), on: executor))
     }
@@ -52,6 +56,9 @@ extension Future {
             _runIfLate({ if case .failure(let error) = $0 { body(error) } })
         {
             return
+        }
+        if type(of: executor) == MainActorExecutor.self {
+            return _whenCompleteOnMainActor { if case .failure(let error) = $0 { body(error) } }
         }
         _register(_Callback(.failure(body), on: executor))
     }

@@ -106,6 +106,8 @@ extension Future {
     @inlinable
     internal func _step<Body: _StepBody>(_ body: Body, on executor: some FutureExecutor) -> Future<Body.Output>
     where Body.Input == Value {
+        // `.mainActor` passed generically: the main-actor overloads' path (see `MainActorExecutor`).
+        if type(of: executor) == MainActorExecutor.self { return _mainActorStep(body) }
         let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
         _register(_Step(derived: derived, body: body, on: executor))
         return derived

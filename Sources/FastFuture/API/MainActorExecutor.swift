@@ -1,5 +1,3 @@
-import Dispatch
-
 /// The executor that runs work on the main actor.
 ///
 /// Pass `.mainActor` to a callback or transformation whose body touches main-actor state:
@@ -21,22 +19,44 @@ import Dispatch
 /// order: none runs before a body registered earlier whose future's completion has reached the
 /// main actor's queue by then (see ``Future/whenComplete(on:_:)-(MainActorExecutor,_)``).
 ///
+/// One path: whether `.mainActor` is passed to a main-actor overload, to a generic
+/// `on: some FutureExecutor` (or as an `any FutureExecutor`), or its `execute(_:)` is called
+/// directly, the work goes through the one queue of main-actor bodies, which the main queue
+/// drains in registration order (`execute` numbers its work when it is called). So a body
+/// passed generically is not a `@MainActor` closure, but it runs when and where the
+/// `@MainActor` overload's would, and `IsolatedWork.runMainActor()` (FastFutureTesting) and a
+/// main-thread `wait()`'s diagnostic see it too.
+///
 /// - Note: The main actor runs its work on the main dispatch queue. Something must drain it: an
 ///   app's run loop, an `async` `main` function, `dispatchMain()`, or the test runner while a test
 ///   waits. A command-line program whose synchronous `main` never returns to the run loop never
-///   runs main-actor bodies. Passed as a plain ``FutureExecutor`` (to a generic `on:`), it
-///   submits each work item with `DispatchQueue.main.async`.
+///   runs main-actor bodies.
 public struct MainActorExecutor: FutureExecutor {
     /// Creates the main-actor executor.
     @inlinable
     public init() {}
 
-    /// Submits `work` to the main actor (the main dispatch queue), to run after this call returns.
+    /// Submits `work` to the main actor (the main dispatch queue), to run after this call returns:
+    /// after the main-actor bodies that are ready to run now, before those that become ready later.
     ///
     /// - Parameter work: The work to run on the main actor.
-    @inlinable
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.main.async(execute: work)
+        _IsolatedQueue.mainActor.submit(work)
+    }
+}
+
+extension Future {
+    /// `whenComplete`/`whenSuccess`/`whenFailure` with `.mainActor` passed generically: the path
+    /// of the main-actor overloads (see ``MainActorExecutor``).
+    @usableFromInline
+    internal func _whenCompleteOnMainActor(_ body: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        _IsolatedQueue.mainActor.register(on: self, body)
+    }
+
+    /// A step with `.mainActor` passed generically: the path of the main-actor overloads.
+    @usableFromInline
+    internal func _mainActorStep<Body: _StepBody>(_ body: Body) -> Future<Body.Output> where Body.Input == Value {
+        _isolatedStep(body, _IsolatedQueue.mainActor)
     }
 }
 

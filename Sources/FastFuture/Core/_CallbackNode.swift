@@ -1,3 +1,16 @@
+// The node kinds, by what they hold (all linked the same way: see `_nextField`):
+//
+// - the embedded node - no object: three fields of the future (`_FutureWords.embeddedNext`,
+//   `embeddedFire`, `embeddedSlot`), for its first registration that runs inline and fits in
+//   three words, without an allocation;
+// - `_SlotNode`, a slot node - a registration of three words or less, kept in raw words (the
+//   embedded node's slot, in an object of its own): non-generic, for when the embedded node is
+//   taken;
+// - `_Node<R>`, a typed node - a registration too large for a slot (one that hops to a stored
+//   executor), kept as a typed stored property;
+// - `_CallbackNode`, their base class: the stack link, the interest byte, the armed flag and the
+//   fire box (what running the node does).
+
 /// A registration on a future, in a node of its own: the element of the future's callback stack.
 ///
 /// Nodes are linked through `_next` into the future's Treiber stack (see `Future`'s state
@@ -20,30 +33,6 @@
 ///   the owner; the closures a registration holds are `@Sendable`.
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
-    /// Runs a node's registration: `(node, future)`, where `future` is the complete `Future<V>`
-    /// the node was registered on (unretained: the caller holds it for the call); or, with
-    /// `future == nil`, only destroys it (a `_SlotNode` that never ran, from its deinit).
-    ///
-    /// A stored function rather than an overridden method: the vtable of a generic class points
-    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
-    /// every call. The function stored here is referenced where the node is created, in code the
-    /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
-    /// one.
-    @usableFromInline
-    typealias Fire = @Sendable (_ node: _CallbackNode, _ future: UnsafeRawPointer?) -> Void
-
-    /// A `Fire` as raw memory holds it (a struct around the function, so that a typed pointer
-    /// reaches it as a field stores it: see `_EmbeddedFire`).
-    @usableFromInline
-    struct _FireBox {
-        @usableFromInline var fire: Fire
-
-        @inlinable
-        init(_ fire: @escaping Fire) {
-            self.fire = fire
-        }
-    }
-
     /// The next node (owned, +1), or `nil`. Exclusivity checking is off: one owner at a time.
     @usableFromInline @exclusivity(unchecked) final var _next: UnsafeMutableRawPointer?
     /// What the registration's interest in the result is (an `_Interest` value, read only by a
@@ -57,16 +46,22 @@ internal class _CallbackNode: @unchecked Sendable {
     /// never ran: its deinit destroys what it holds. Kept in the padding after
     /// `_interest`, so that a slot node is 72 bytes (malloc's 80-byte class).
     @usableFromInline @exclusivity(unchecked) final var _isArmed: Bool
-    /// What running this node does (a `_FireBox`), in raw memory while `_isArmed`: taken out,
-    /// not copied, to run it, so that neither the run nor the node's deinit retains or releases
-    /// the function's context. Its owner may arm the node again: a `flatMap` step's node, once
+    /// What running this node does (a `_FireBox`, called with the node's address as its holder),
+    /// in raw memory while `_isArmed`: taken out, not copied, to run it, so that neither the run
+    /// nor the node's deinit retains or releases the function's context.
+    ///
+    /// A stored function rather than an overridden method: the vtable of a generic class points
+    /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
+    /// every call. The function stored here is referenced where the node is created, in code the
+    /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
+    /// one. Its owner may arm the node again: a `flatMap` step's node, once
     /// the step has run, forwards its inner future's result (see `_Step`).
     /// Two words; on 32-bit targets 16-byte aligned, which makes every node a 16-byte aligned
     /// object (see `_NodeFireWords`).
     @usableFromInline @exclusivity(unchecked) final var _fireWords: _NodeFireWords
 
     @inlinable
-    init(interest: UInt8, fire: @escaping Fire) {
+    init(interest: UInt8, fire: @escaping _FireBox.Fire) {
         self._next = nil
         self._interest = interest
         self._isArmed = false
@@ -82,11 +77,9 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     final var _isCancelHandler: Bool { _interest == _Interest.cancelHandler }
 
-    /// Where `_fireWords` is, from the object's address: after the header, `_next` and
-    /// `_interest`/`_isArmed` (padded to a word). Checked against the runtime in
-    /// LayoutTests.
+    /// Where `_fireWords` is, from the object's address (see `_Layout.nodeFireOffset`).
     @inlinable
-    static var fireOffset: Int { _Layout.objectHeaderSize + 2 * MemoryLayout<UInt>.size }
+    static var fireOffset: Int { _Layout.nodeFireOffset }
 
     /// The address `offset` bytes past the node's own: a field the code reaches as raw memory
     /// (`_fireWords` here, a slot node's registration), at an offset LayoutTests checks.
@@ -100,7 +93,7 @@ internal class _CallbackNode: @unchecked Sendable {
 
     /// Stores what running the node does. Called by the node's owner, on a disarmed node.
     @inlinable
-    final func _arm(_ fire: @escaping Fire) {
+    final func _arm(_ fire: @escaping _FireBox.Fire) {
         assert(!_isArmed, "FastFuture: armed a node that was armed")
         _exploreWrite(_fireField)  // with `_isArmed`: one datum for the explorer
         _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
@@ -110,12 +103,29 @@ internal class _CallbackNode: @unchecked Sendable {
     /// Takes out what running the node does, to run it (or, from a deinit, to destroy what it
     /// holds). Called by the node's owner, on an armed node.
     @inlinable
-    final func _disarm() -> Fire {
+    final func _disarm() -> _FireBox.Fire {
         _exploreRead(_fireField)
         assert(_isArmed, "FastFuture: ran a node that was not armed")
         _exploreWrite(_fireField)
         _isArmed = false
         return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
+    }
+
+    /// Disarms the node and runs what it holds with the result of `source` (the complete future
+    /// it was registered on, unretained), or, with `nil`, destroys it unrun (see `_FireBox`).
+    /// Called by the node's owner, on an armed node, which is alive for the call (`self`): the
+    /// fire function gets its address as its holder.
+    @inlinable @inline(__always)
+    final func _fire(_ source: UnsafeRawPointer?) {
+        _disarm()(_rawField(at: 0), source)
+    }
+
+    /// This node as a `_SlotNode`, if it is one (else it is a `_Node<R>`): its kind read from the
+    /// object itself (its class, one load and compare: `_SlotNode` is final), for code that
+    /// re-arms a node it was handed (`_Step._follow`).
+    @inlinable
+    final var _asSlotNode: _SlotNode? {
+        type(of: self) == _SlotNode.self ? unsafeDowncast(self, to: _SlotNode.self) : nil
     }
 
     // MARK: Lists
@@ -166,7 +176,7 @@ internal class _CallbackNode: @unchecked Sendable {
             }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
             if !node._isCancelHandler || cancelled {
-                node._disarm()(node, source)
+                node._fire(source)
             }
         }
     }
@@ -191,7 +201,7 @@ internal class _CallbackNode: @unchecked Sendable {
             {
                 let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
                 // Unretained: the caller holds `future` for the call.
-                node._disarm()(node, UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
+                node._fire(UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque()))
                 continue
             }
             if let tail = restTail {
@@ -218,6 +228,87 @@ internal class _CallbackNode: @unchecked Sendable {
             if raw != embeddedNode {
                 Unmanaged<_CallbackNode>.fromOpaque(raw).release()
             }
+        }
+    }
+}
+
+/// A heap node holding a registration that fits in three words, in raw memory (the embedded
+/// node's slot, in a node of its own). Not generic, so that its deinit - reached through
+/// `swift_release`, never specialized - is plain code: a generic class's deinit would destroy the
+/// registration through its type's metadata. The registration is moved out when the node runs
+/// (`_Registration._fireSlotNode`) and destroyed by that specialized code; only a node that
+/// never ran (its future was dropped pending, or a cancel handler that can never run: the node
+/// is still armed) destroys it from the deinit, through `fire` with no future.
+///
+/// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
+/// (`slotOffset`, from the C mirror of this layout: see `_Layout`).
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) final var _slotWords: _EmbeddedSlot
+
+    @inlinable
+    init<R: _Registration>(_ registration: consuming R) {
+        self._slotWords = (0, 0, 0)
+        super.init(interest: R._interest, fire: { R._fireSlotNode($0, $1) })
+        _exploreWrite(_slot)
+        _slot.initializeMemory(as: R.self, to: registration)
+    }
+
+    /// Where `_slotWords` is, from the object's address (see `_Layout.slotNodeSlotOffset`).
+    @inlinable
+    static var slotOffset: Int { _Layout.slotNodeSlotOffset }
+
+    /// The registration's storage (owned by the node's owner).
+    @inlinable
+    var _slot: UnsafeMutableRawPointer { _rawField(at: Self.slotOffset) }
+
+    /// Puts `registration` in the empty slot of this disarmed node and arms it to run it. Called
+    /// by the node's owner: a `flatMap` step whose node ran and now follows its inner future (the
+    /// push that follows publishes the change).
+    @inlinable
+    func _refill<R: _Registration>(with registration: consuming R) {
+        assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
+        _exploreWrite(_slot)
+        _slot.initializeMemory(as: R.self, to: registration)
+        _arm({ R._fireSlotNode($0, $1) })
+    }
+
+    @inlinable
+    deinit {
+        _exploreFree(_fireField)
+        _exploreFree(_slot)
+        if _isArmed { _fire(nil) }
+    }
+}
+
+/// A heap node holding a registration too large for a `_SlotNode` (one that hops to a stored
+/// executor). Its deinit is the generic class's: it destroys the registration through metadata.
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable {
+    @usableFromInline let registration: R
+
+    @inlinable
+    init(_ registration: R) {
+        self.registration = registration
+        super.init(interest: R._interest, fire: { _Node<R>._fireNode($0, $1) })
+    }
+
+    @inlinable
+    deinit {
+        // Never ran: only the function to release (the registration goes with the node).
+        _exploreFree(_fireField)
+        if _isArmed { _ = _disarm() }
+    }
+
+    /// This node's fire function (see `_FireBox`).
+    @inlinable
+    static func _fireNode(_ holder: UnsafeMutableRawPointer, _ future: UnsafeRawPointer?) {
+        // Never called with nil: the registration is destroyed with the node.
+        guard let future else { return }
+        Unmanaged<_Node<R>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
         }
     }
 }

@@ -30,22 +30,29 @@ internal struct _FutureCore {
             .assumingMemoryBound(to: _FutureWords.self)
     }
 
-    @inlinable
-    var state: UnsafeMutablePointer<ff_atomic_word> {
-        UnsafeMutableRawPointer(words).assumingMemoryBound(to: ff_atomic_word.self)
+    /// The address of one field of the words: every field the core reads or writes is reached
+    /// through this, never through `words.pointee` (which would copy the whole struct) - atomic
+    /// words through the shim, raw fields as the raw memory they are. The offset folds to a
+    /// constant in optimized code.
+    @inlinable @inline(__always)
+    func rawField(_ field: PartialKeyPath<_FutureWords>) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: field).unsafelyUnwrapped
+    }
+
+    /// `rawField(field)`, typed: for a field whose memory holds its declared type.
+    @inlinable @inline(__always)
+    func field<T>(_ field: KeyPath<_FutureWords, T>) -> UnsafeMutablePointer<T> {
+        rawField(field).assumingMemoryBound(to: T.self)
     }
 
     @inlinable
-    var upstream: UnsafeMutablePointer<ff_atomic_word> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.upstream).unsafelyUnwrapped)
-            .assumingMemoryBound(to: ff_atomic_word.self)
-    }
+    var state: UnsafeMutablePointer<ff_atomic_word> { field(\.state) }
 
     @inlinable
-    var waiters: UnsafeMutablePointer<ff_atomic_word> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.waiters).unsafelyUnwrapped)
-            .assumingMemoryBound(to: ff_atomic_word.self)
-    }
+    var upstream: UnsafeMutablePointer<ff_atomic_word> { field(\.upstream) }
+
+    @inlinable
+    var waiters: UnsafeMutablePointer<ff_atomic_word> { field(\.waiters) }
 
     /// `nil` for `.lockFree`; the lock of a `.locked` future.
     ///
@@ -54,21 +61,15 @@ internal struct _FutureCore {
     var mutex: _FutureLock? {
         // `isLocked` is immutable after init: a plain read (of the field alone: `words.pointee`
         // would copy the whole struct, closure included).
-        let isLocked =
-            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
-            .assumingMemoryBound(to: Bool.self).pointee
-        guard isLocked else { return nil }
-        return _FutureLock(
-            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.lockWord).unsafelyUnwrapped)
-                .assumingMemoryBound(to: _LockStorage.self))
+        guard field(\.isLocked).pointee else { return nil }
+        return _FutureLock(field(\.lockWord))
     }
 
     /// The embedded node's address, as the stack links it: an object header's size before
     /// `embeddedNext`, as an object node's address is before its `_next`.
     @inlinable
     var embeddedNode: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedNext).unsafelyUnwrapped
-            - _Layout.objectHeaderSize
+        rawField(\.embeddedNext) - _Layout.objectHeaderSize
     }
 
     // MARK: Load
@@ -91,9 +92,7 @@ internal struct _FutureCore {
     /// Called by: any thread (the late-callback fast path, `Future._runIfLate`).
     @inlinable
     var isLockFreeAndComplete: Bool {
-        let isLocked =
-            (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.isLocked).unsafelyUnwrapped)
-            .assumingMemoryBound(to: Bool.self).pointee
+        let isLocked = field(\.isLocked).pointee
         // acquire: as in `loadState`, a caller that sees COMPLETED reads the result.
         return !isLocked && ff_atomic_word_load_acquire(state) & _State.completed != 0
     }
@@ -235,7 +234,7 @@ internal struct _FutureCore {
         // below), so a second fire traps instead of calling the moved-out function again.
         assert(field.load(as: UInt.self) != 0, "FastFuture: ran the embedded node while it was empty")
         // Moved out: no retain of the function's context for the call.
-        let fire = field.assumingMemoryBound(to: _EmbeddedFire.self).move().fire
+        let fire = field.assumingMemoryBound(to: _FireBox.self).move().fire
         #if DEBUG
             field.storeBytes(of: 0, as: UInt.self)
         #endif
@@ -260,22 +259,21 @@ internal struct _FutureCore {
     /// owner before its push, read by a forwarded cancellation's scan of the stack).
     @inlinable
     var embeddedInterest: UnsafeMutablePointer<UInt8> {
-        (UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedInterest).unsafelyUnwrapped)
-            .assumingMemoryBound(to: UInt8.self)
+        field(\.embeddedInterest)
     }
 
     /// The embedded node's registration storage (owned by the node's owner).
     @inlinable
     var embeddedSlot: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedSlot).unsafelyUnwrapped
+        rawField(\.embeddedSlot)
     }
 
-    /// The embedded node's `embeddedFire` field: raw memory that holds an `_EmbeddedFire` while
+    /// The embedded node's `embeddedFire` field: raw memory that holds a `_FireBox` while
     /// the slot holds a registration (owned by the node's owner; never `words.pointee`, which
     /// would copy the whole struct).
     @inlinable
     var embeddedFire: UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(words) + MemoryLayout<_FutureWords>.offset(of: \.embeddedFire).unsafelyUnwrapped
+        rawField(\.embeddedFire)
     }
 
     // MARK: Publish

@@ -30,8 +30,8 @@ import AtomicsShim
 ///   embedded node in a stack temporary and copied it into every new future (about 10
 ///   instructions a future).
 /// - The embedded node, which the first registration can take instead of a node of its own (see
-///   `_State`): its stack link, `embeddedNext`; `embeddedFire`, what running it does (an
-///   `_EmbeddedFire`: `_Registration._fireFromSlot`, specialized where it was set), in raw memory
+///   `_State`): its stack link, `embeddedNext`; `embeddedFire`, what running it does (a
+///   `_FireBox`: `_Registration._fireFromSlot`, specialized where it was set), in raw memory
 ///   like the registration: initialized by the node's owner with the slot, moved out when the
 ///   node runs or is destroyed. Raw, so that the future's deinit has nothing to release here by
 ///   itself: the slot holds a registration, and this a function, exactly while the state word has
@@ -74,19 +74,41 @@ extension _FutureWords {
 @usableFromInline
 internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
 
-/// What running a future's embedded node does. A struct around the function, so that the field
-/// can be reached through a typed pointer: an `UnsafeMutablePointer` to a *function* type would
-/// expect the function reabstracted (thunked), not as a struct field stores it.
+/// A node's *fire function* - what running the node does - as raw memory holds it: the embedded
+/// node's (`_FutureWords.embeddedFire`) and a heap node's (`_CallbackNode._fireWords`) alike. A
+/// struct around the function, so that the field can be reached through a typed pointer: an
+/// `UnsafeMutablePointer` to a *function* type would expect the function reabstracted (thunked),
+/// not as a struct field stores it.
 ///
-/// `fire(slot, source)` moves the registration out of `slot` and runs it with the result of
-/// `source` (the complete future, unretained: the caller holds it for the call); with
-/// `source == nil` it only destroys it (the future died pending).
+/// The field holds a box exactly while its node holds a registration (see `_State`, "Raw
+/// fields"); whoever runs or destroys the node moves the box out (`move()`, never a copy: no
+/// retain or release of the function's context), leaving raw memory. Then
+/// `fire(holder, source)`:
+///
+/// - `holder` is where the registration is: the embedded node's slot
+///   (`_FutureWords.embeddedSlot`), or a heap node's object address (the caller holds the node
+///   for the call);
+/// - `source` is the complete future whose result the registration runs with (unretained: the
+///   caller holds it for the call). **`nil` means destroy**: the registration is released without
+///   running (its future died pending, or a heap node is released armed).
+///
+/// Either way a registration kept in raw words (the embedded slot, a `_SlotNode`'s) is moved out
+/// of them, which are raw memory again; a `_Node`'s stays in the node and goes with it.
+///
+/// The fire functions are stored as closure literals that call a static method (`{
+/// R._fireFromSlot($0, $1) }`), not as the method itself: a reference to a static method becomes
+/// a thunk that calls it (one more call per run), while the literal, with the method inlined into
+/// it, is the function itself.
 @usableFromInline
-internal struct _EmbeddedFire {
-    @usableFromInline var fire: @Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void
+internal struct _FireBox {
+    /// `(holder, source)`: see the type's comment.
+    @usableFromInline
+    typealias Fire = @Sendable (_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) -> Void
+
+    @usableFromInline var fire: Fire
 
     @inlinable
-    init(fire: @escaping @Sendable (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void) {
+    init(_ fire: @escaping Fire) {
         self.fire = fire
     }
 }

@@ -1,7 +1,11 @@
 import AtomicsShim
 
-/// The layout assumptions the core makes about Swift objects (`LayoutTests` checks them against
-/// the runtime).
+/// The layout assumptions the core makes about Swift objects: where the fields it reaches as raw
+/// memory are. The offsets come from the C layout in AtomicsShim.h (`ff_future_words`, and
+/// `ff_slot_node_layout`, a mirror of a slot node), where `offsetof` computes them and static
+/// assertions check them for every target the package builds for; `LayoutTests` (at run time, on
+/// the host) and `scripts/layout-check` (in the IR, for 32-bit and 64-bit targets) check that the
+/// Swift compiler lays the classes out the same way.
 @usableFromInline
 internal enum _Layout {
     /// The size of an object's header (its metadata pointer and reference counts): where a class
@@ -12,12 +16,19 @@ internal enum _Layout {
     /// Where a future's words (`_FutureWords`, its first stored property) start, from
     /// `_getUnsafePointerToStoredProperties` (which assumes word alignment): 0 on 64-bit targets;
     /// on 32-bit targets the words are 16-byte aligned (see `ff_future_words`), a word further.
-    /// `FF_FUTURE_WORDS_OFFSET` in AtomicsShim.h is the same place, from the object's address.
+    /// `FF_FUTURE_WORDS_OFFSET` in AtomicsShim.h, less the header.
     @inlinable
-    static var futureWordsOffset: Int {
-        let alignment = MemoryLayout<_FutureWords>.alignment
-        return (objectHeaderSize + alignment - 1) / alignment * alignment - objectHeaderSize
-    }
+    static var futureWordsOffset: Int { ff_future_words_offset() }
+
+    /// Where a heap node's fire words (`_CallbackNode._fireWords`) are, from the node's address:
+    /// after the header, `_next` and `_interest`/`_isArmed` (padded to a word).
+    @inlinable
+    static var nodeFireOffset: Int { ff_node_fire_offset() }
+
+    /// Where a slot node's registration (`_SlotNode._slotWords`) is, from the node's address:
+    /// after the fire words (two words; 16 bytes with their alignment on 32-bit targets).
+    @inlinable
+    static var slotNodeSlotOffset: Int { ff_slot_node_slot_offset() }
 }
 
 #if _pointerBitWidth(_32)

@@ -43,14 +43,10 @@ extension _Registration {
             && MemoryLayout<Self>.alignment <= MemoryLayout<_EmbeddedSlot>.alignment
     }
 
-    /// The embedded node's `fire` for this kind (see `_EmbeddedFire`): moves the registration
+    /// The embedded node's fire function for this kind (see `_FireBox`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
-    /// or, if `source` is `nil`, drops it.
-    ///
-    /// The fire functions are stored as closure literals that call them, `{ R._fireFromSlot($0,
-    /// $1) }`, not as `R._fireFromSlot`: a reference to a static method becomes a thunk that calls
-    /// it (one more call per run: 4 instructions in S1), while the literal, with the method
-    /// inlined into it, is the function itself.
+    /// or, if `source` is `nil`, drops it. Stored as a closure literal that calls it (see
+    /// `_FireBox`: as `R._fireFromSlot` itself, one more call per run, 4 instructions in S1).
     @inlinable @inline(__always)
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
@@ -61,104 +57,24 @@ extension _Registration {
 
 extension _Registration {
     /// A heap node holding `registration`: a `_SlotNode` if it fits in the slot, else a `_Node`.
-    /// (A step that reuses its node, `_Step._follow`, tells the two apart the same way.)
+    /// (A step that reuses its node, `_Step._follow`, asks the node which it is: `_asSlotNode`.)
     @inlinable @inline(__always)
     static func _makeNode(_ registration: consuming Self) -> _CallbackNode {
         if _fitsInSlot { return _SlotNode(registration) }
         return _Node(registration)
     }
 
-    /// A `_SlotNode`'s `fire` for this kind (its runner disarmed the node to call it): moves the
-    /// registration out of the node's slot, then runs it with the result of `future` (the
-    /// complete source), or, with `nil`, drops it.
+    /// A `_SlotNode`'s fire function for this kind (see `_FireBox`; its runner disarmed the node
+    /// to call it, and holds it for the call): moves the registration out of the node's slot,
+    /// then runs it with the result of `future` (the complete source), or, with `nil`, drops it.
     @inlinable @inline(__always)
-    static func _fireSlotNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
-        let node = unsafeDowncast(node, to: _SlotNode.self)
-        _exploreRead(node._slot)
-        let registration = node._slot.assumingMemoryBound(to: Self.self).move()
-        guard let future else { return }
-        registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
-    }
-}
-
-/// A heap node holding a registration that fits in three words, in raw memory (the embedded
-/// node's slot, in a node of its own). Not generic, so that its deinit - reached through
-/// `swift_release`, never specialized - is plain code: a generic class's deinit would destroy the
-/// registration through its type's metadata. The registration is moved out when the node runs
-/// (`_Registration._fireSlotNode`) and destroyed by that specialized code; only a node that
-/// never ran (its future was dropped pending, or a cancel handler that can never run: the node
-/// is still armed) destroys it from the deinit, through `fire` with no future.
-///
-/// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
-/// (`slotOffset`, checked against the runtime's layout in LayoutTests).
-// Unchecked: one owner at a time (see _CallbackNode)
-@usableFromInline
-internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
-    @usableFromInline @exclusivity(unchecked) final var _slotWords: _EmbeddedSlot
-
-    @inlinable
-    init<R: _Registration>(_ registration: consuming R) {
-        self._slotWords = (0, 0, 0)
-        super.init(interest: R._interest, fire: { R._fireSlotNode($0, $1) })
-        _exploreWrite(_slot)
-        _slot.initializeMemory(as: R.self, to: registration)
-    }
-
-    /// Where `_slotWords` is, from the object's address: after the header, `_next`,
-    /// `_isCancelHandler`/`_isArmed` (padded to a word) and `_fireWords` (two words; 16 bytes
-    /// with their alignment on 32-bit targets).
-    @inlinable
-    static var slotOffset: Int { fireOffset + MemoryLayout<_NodeFireWords>.size }
-
-    /// The registration's storage (owned by the node's owner).
-    @inlinable
-    var _slot: UnsafeMutableRawPointer { _rawField(at: Self.slotOffset) }
-
-    /// Puts `registration` in the empty slot of this disarmed node and arms it to run it. Called
-    /// by the node's owner: a `flatMap` step whose node ran and now follows its inner future (the
-    /// push that follows publishes the change).
-    @inlinable
-    func _refill<R: _Registration>(with registration: consuming R) {
-        assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
-        _exploreWrite(_slot)
-        _slot.initializeMemory(as: R.self, to: registration)
-        _arm({ R._fireSlotNode($0, $1) })
-    }
-
-    @inlinable
-    deinit {
-        _exploreFree(_fireField)
-        _exploreFree(_slot)
-        if _isArmed { _disarm()(self, nil) }
-    }
-}
-
-/// A heap node holding a registration too large for a `_SlotNode` (one that hops to a stored
-/// executor). Its deinit is the generic class's: it destroys the registration through metadata.
-// Unchecked: one owner at a time (see _CallbackNode)
-@usableFromInline
-internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable {
-    @usableFromInline let registration: R
-
-    @inlinable
-    init(_ registration: R) {
-        self.registration = registration
-        super.init(interest: R._interest, fire: { _Node<R>._fireNode($0, $1) })
-    }
-
-    @inlinable
-    deinit {
-        // Never ran: only the function to release (the registration goes with the node).
-        _exploreFree(_fireField)
-        if _isArmed { _ = _disarm() }
-    }
-
-    @inlinable
-    static func _fireNode(_ node: _CallbackNode, _ future: UnsafeRawPointer?) {
-        // Never called with nil: the registration is destroyed with the node.
-        guard let future else { return }
-        let node = unsafeDowncast(node, to: Self.self)
-        node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
+    static func _fireSlotNode(_ holder: UnsafeMutableRawPointer, _ future: UnsafeRawPointer?) {
+        Unmanaged<_SlotNode>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            _exploreRead(node._slot)
+            let registration = node._slot.assumingMemoryBound(to: Self.self).move()
+            guard let future else { return }
+            registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+        }
     }
 }
 
@@ -180,8 +96,7 @@ extension Future {
                 // the node is claimed once: only the other kinds store theirs (folded away for a
                 // callback). Published with the node by the push's release.
                 if R._interest != _Interest.observer { core.embeddedInterest.pointee = R._interest }
-                core.embeddedFire.initializeMemory(
-                    as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
+                core.embeddedFire.initializeMemory(as: _FireBox.self, to: _FireBox({ R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,

@@ -107,11 +107,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
         if let node {
             // The node is this thread's until it is pushed again (the push publishes the change);
-            // its runner disarmed it to run this step. A slot node's registration was moved out
-            // when it ran: the forward takes its place. A `_Node` keeps its step, whose `derived`
-            // the forward reads.
-            if Self._fitsInSlot {
-                unsafeDowncast(node, to: _SlotNode.self)._refill(with: _Forward(derived: derived))
+            // its runner disarmed it to run this step. The node's own kind says how to re-arm it
+            // (not the choice `_makeNode` made, elsewhere): it ran this step, so it is a
+            // `_SlotNode`, or else a `_Node<Self>` (the only fire functions that pass a node to
+            // `run` are `_fireSlotNode`'s and `_Node._fireNode`'s, which passes its own `R`'s). A
+            // slot node's registration was moved out when it ran: the forward takes its place. A
+            // `_Node` keeps its step, whose `derived` the forward reads.
+            if let slotNode = node._asSlotNode {
+                slotNode._refill(with: _Forward(derived: derived))
             } else {
                 node._arm({ Self._fireForward($0, $1) })
             }
@@ -121,13 +124,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         }
     }
 
-    /// A reused node's `fire`: forwards the inner future's result.
+    /// A reused `_Node`'s fire function (see `_FireBox`): forwards the inner future's result.
     @inlinable
-    static func _fireForward(_ node: _CallbackNode, _ inner: UnsafeRawPointer?) {
-        // Never called with nil: the step is destroyed with its `_Node`.
+    static func _fireForward(_ holder: UnsafeMutableRawPointer, _ inner: UnsafeRawPointer?) {
+        // With nil, nothing to destroy: the step goes with its `_Node`.
         guard let inner else { return }
-        unsafeDowncast(node, to: _Node<Self>.self).registration.derived._complete(
-            Future<Output>._completedResult(ofUnretained: inner))
+        Unmanaged<_Node<Self>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+            _ = node.registration.derived._complete(Future<Output>._completedResult(ofUnretained: inner))
+        }
     }
 }
 

@@ -76,20 +76,15 @@ internal protocol _TrampolineStep: AnyObject {
 internal final class _Trampoline {
     @usableFromInline @exclusivity(unchecked) var isDraining = false
 
-    /// A ring buffer of queued work: `count` items from `head`, capacity a power of two.
-    @usableFromInline @exclusivity(unchecked) var buffer: UnsafeMutablePointer<_TrampolineWork>
-    @usableFromInline @exclusivity(unchecked) var capacity: Int
-    @usableFromInline @exclusivity(unchecked) var head = 0
-    @usableFromInline @exclusivity(unchecked) var count = 0
+    /// The queue in use: the normal one, or, inside `runUrgently`, the urgent one.
+    @usableFromInline @exclusivity(unchecked) var queue: _WorkRing
 
-    /// Whether the queue above is the urgent one (inside `runUrgently`); the normal queue is
-    /// then set aside in `spare`.
+    /// Whether `queue` is the urgent one (inside `runUrgently`); the normal queue is then set
+    /// aside in `spare`.
     @exclusivity(unchecked) var isUrgent = false
-    /// The queue not in use: the urgent one (empty; no buffer until first needed), or, while
+    /// The queue not in use: the urgent one (empty; `nil` until first needed), or, while
     /// `isUrgent`, the normal one.
-    @exclusivity(unchecked) var spare = (
-        buffer: UnsafeMutablePointer<_TrampolineWork>?.none, capacity: 0, head: 0, count: 0
-    )
+    @exclusivity(unchecked) var spare: _WorkRing? = nil
     /// Deliveries of give-ups made inside urgent work (see `runAfterUrgentWork`), from
     /// `stepsHead` on.
     @exclusivity(unchecked) var steps: [any _TrampolineStep] = []
@@ -101,15 +96,13 @@ internal final class _Trampoline {
 
     @usableFromInline
     init() {
-        capacity = 16
-        buffer = .allocate(capacity: capacity)
+        queue = _WorkRing(capacity: 16)
     }
 
     deinit {
         // Never reached with queued work: the queue is empty whenever `run` returns.
-        buffer.deinitialize(count: count)  // count is 0; kept for symmetry with `enqueue`
-        buffer.deallocate()
-        spare.buffer?.deallocate()
+        queue.deallocate()
+        spare?.deallocate()
     }
 
     // MARK: Thread-local access
@@ -238,7 +231,7 @@ extension _Trampoline {
     /// Leaves the trampoline entered by `enterIfIdle()`: runs what was queued meanwhile, then idles.
     @inlinable @inline(__always)
     func leave() {
-        if count > 0 {
+        if queue.count > 0 {
             drainQueue()
         } else {
             isDraining = false
@@ -248,26 +241,12 @@ extension _Trampoline {
     /// Runs every queued item, FIFO, then leaves the draining state.
     @usableFromInline @inline(never)
     func drainQueue() {
-        while count > 0 {
-            let work = (buffer + head).move()
-            head = (head &+ 1) & (capacity &- 1)
-            count &-= 1
-            Self.perform(work)
+        while queue.count > 0 {
+            Self.perform(queue.removeFirst())
         }
-        head = 0
-        if capacity > Self.idleCapacity { shrinkEmptyQueue() }
+        queue.head = 0
+        if queue.capacity > Self.idleCapacity { queue.shrinkEmpty(to: Self.idleCapacity) }
         isDraining = false
-    }
-
-    /// Replaces the empty queue's buffer, grown past `idleCapacity` by a burst, with one of
-    /// `idleCapacity` items (see the type's comment).
-    @inline(never)
-    func shrinkEmptyQueue() {
-        assert(count == 0, "FastFuture internal error: shrank a trampoline queue that holds work")
-        buffer.deallocate()
-        capacity = Self.idleCapacity
-        buffer = .allocate(capacity: capacity)
-        head = 0
     }
 
     @usableFromInline @inline(never)
@@ -293,10 +272,8 @@ extension _Trampoline {
     @usableFromInline
     func runQueued(until isDone: () -> Bool) {
         while !isDone() {
-            if count > 0 {
-                let work = (buffer + head).move()
-                head = (head + 1) & (capacity - 1)
-                count -= 1
+            if queue.count > 0 {
+                let work = queue.removeFirst()
                 if isUrgent {
                     performUrgent(work)
                 } else {
@@ -306,10 +283,10 @@ extension _Trampoline {
                 return
             } else if stepsHead < steps.count {
                 runNextStep()
-            } else if spare.count > 0, let spareBuffer = spare.buffer {
-                let work = (spareBuffer + spare.head).move()
-                spare.head = (spare.head + 1) & (spare.capacity - 1)
-                spare.count -= 1
+            } else if var normal = spare, normal.count > 0 {
+                // The normal queue, set aside while urgent work runs.
+                let work = normal.removeFirst()
+                spare = normal
                 Self.perform(work)
             } else {
                 return
@@ -354,19 +331,13 @@ extension _Trampoline {
         }
         let atTopLevel = !isDraining
         isDraining = true
-        if spare.buffer == nil {
-            spare.buffer = .allocate(capacity: 16)
-            spare.capacity = 16
-        }
+        if spare == nil { spare = _WorkRing(capacity: 16) }
         swapQueues()
         isUrgent = true
         body()
         while true {
-            if count > 0 {
-                let work = (buffer + head).move()
-                head = (head + 1) & (capacity - 1)
-                count -= 1
-                performUrgent(work)
+            if queue.count > 0 {
+                performUrgent(queue.removeFirst())
             } else if stepsHead < steps.count {
                 runNextStep()
             } else {
@@ -379,13 +350,13 @@ extension _Trampoline {
             steps.removeAll(keepingCapacity: true)
         }
         stepsHead = 0
-        head = 0
+        queue.head = 0
         isUrgent = false
         swapQueues()
-        if spare.capacity > Self.idleCapacity, let urgentBuffer = spare.buffer {
+        if let urgent = spare, urgent.capacity > Self.idleCapacity {
             // The urgent queue, empty, grew in a burst: it is allocated again when next needed.
-            urgentBuffer.deallocate()
-            spare = (nil, 0, 0, 0)
+            urgent.deallocate()
+            spare = nil
         }
         deliver()
         if atTopLevel {
@@ -425,15 +396,12 @@ extension _Trampoline {
 
     /// For tests: the room of the queue in use, of the spare one, and of the list of deliveries
     /// waiting for urgent work, in items.
-    var capacities: (queue: Int, spare: Int, steps: Int) { (capacity, spare.capacity, steps.capacity) }
+    var capacities: (queue: Int, spare: Int, steps: Int) { (queue.capacity, spare?.capacity ?? 0, steps.capacity) }
 
-    /// Exchanges the queue in use and the spare one.
+    /// Exchanges the queue in use and the spare one (which exists: inside `runUrgently`).
     func swapQueues() {
-        let inUse = (buffer: Optional(buffer), capacity: capacity, head: head, count: count)
-        buffer = spare.buffer.unsafelyUnwrapped
-        capacity = spare.capacity
-        head = spare.head
-        count = spare.count
+        let inUse = queue
+        queue = spare.unsafelyUnwrapped
         spare = inUse
     }
 
@@ -441,24 +409,7 @@ extension _Trampoline {
     /// copied into the queue - a retain here and a release in the caller, per item).
     @usableFromInline
     func enqueue(_ work: consuming _TrampolineWork) {
-        if count == capacity { grow() }
-        // Wrapping arithmetic: head and count are below capacity, a power of two (no overflow
-        // check to pay on every item).
-        (buffer + ((head &+ count) & (capacity &- 1))).initialize(to: work)
-        count &+= 1
-    }
-
-    @usableFromInline @inline(never)
-    func grow() {
-        let newCapacity = capacity * 2
-        let newBuffer = UnsafeMutablePointer<_TrampolineWork>.allocate(capacity: newCapacity)
-        for i in 0..<count {
-            (newBuffer + i).moveInitialize(from: buffer + ((head + i) & (capacity - 1)), count: 1)
-        }
-        buffer.deallocate()
-        buffer = newBuffer
-        capacity = newCapacity
-        head = 0
+        queue.append(work)
     }
 
     @usableFromInline
@@ -478,3 +429,80 @@ extension _Trampoline {
 
 @available(*, unavailable)
 extension _Trampoline: Sendable {}
+
+/// A FIFO of trampoline work in a ring buffer: `count` items from `head`, `capacity` a power of
+/// two. Both of a trampoline's queues, the normal and the urgent one, are one of these, and every
+/// enqueue and dequeue of either goes through `append` and `removeFirst`.
+///
+/// Its index arithmetic is wrapping (`&+`, `&-`, then masked with `capacity - 1`), everywhere:
+/// `head < capacity` and `count <= capacity`, and a capacity is at most the items that fit in
+/// memory (far below `Int.max / 2`), so `head + count` and `capacity * 2` never overflow and
+/// the operators never actually wrap; they only spare an overflow check on every item. Not
+/// `Sendable`: it belongs to its trampoline, one thread's.
+@usableFromInline
+internal struct _WorkRing {
+    @usableFromInline var buffer: UnsafeMutablePointer<_TrampolineWork>
+    @usableFromInline var capacity: Int
+    @usableFromInline var head = 0
+    @usableFromInline var count = 0
+
+    /// An empty queue with room for `capacity` items (a power of two).
+    @usableFromInline
+    init(capacity: Int) {
+        self.capacity = capacity
+        buffer = .allocate(capacity: capacity)
+    }
+
+    /// Appends `work`, taking the caller's reference to it (consuming: a borrowed item would be
+    /// copied in - a retain here and a release in the caller, per item); grows a full buffer.
+    @inlinable
+    mutating func append(_ work: consuming _TrampolineWork) {
+        if count == capacity { grow() }
+        (buffer + ((head &+ count) & (capacity &- 1))).initialize(to: work)
+        count &+= 1
+    }
+
+    /// Removes the first item and returns it (owned). The queue must not be empty.
+    @inlinable
+    mutating func removeFirst() -> _TrampolineWork {
+        assert(count > 0, "FastFuture internal error: dequeued from an empty trampoline queue")
+        let work = (buffer + head).move()
+        head = (head &+ 1) & (capacity &- 1)
+        count &-= 1
+        return work
+    }
+
+    /// Doubles the buffer, moving the items to its start, in order.
+    @usableFromInline @inline(never)
+    mutating func grow() {
+        let newCapacity = capacity &* 2
+        let newBuffer = UnsafeMutablePointer<_TrampolineWork>.allocate(capacity: newCapacity)
+        for i in 0..<count {
+            (newBuffer + i).moveInitialize(from: buffer + ((head &+ i) & (capacity &- 1)), count: 1)
+        }
+        buffer.deallocate()
+        buffer = newBuffer
+        capacity = newCapacity
+        head = 0
+    }
+
+    /// Replaces the empty queue's buffer, grown past `newCapacity` by a burst, with one of
+    /// `newCapacity` items (see `_Trampoline`, "Memory").
+    @inline(never)
+    mutating func shrinkEmpty(to newCapacity: Int) {
+        assert(count == 0, "FastFuture internal error: shrank a trampoline queue that holds work")
+        buffer.deallocate()
+        capacity = newCapacity
+        buffer = .allocate(capacity: capacity)
+        head = 0
+    }
+
+    /// Frees the buffer of an empty queue (its trampoline's end, or an urgent queue given back).
+    func deallocate() {
+        assert(count == 0, "FastFuture internal error: freed a trampoline queue that holds work")
+        buffer.deallocate()
+    }
+}
+
+@available(*, unavailable)
+extension _WorkRing: Sendable {}

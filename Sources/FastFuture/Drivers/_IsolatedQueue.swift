@@ -480,3 +480,18 @@ private struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registratio
 
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
+
+extension _IsolatedQueue {
+    /// Runs `work` on the domain, numbered now: after the bodies that are ready now, before those
+    /// that become ready later (`MainActorExecutor.execute`: work that is ready when submitted).
+    ///
+    /// - Parameter work: Runs on the domain, once.
+    func submit(_ work: @escaping @Sendable () -> Void) {
+        let submit = lock.withLock { () -> Bool in
+            let number = nextNumber
+            nextNumber &+= 1
+            return makeReady(_IsolatedGroup<Void>({ _ in work() }, number: number), with: .success(()))
+        }
+        if submit { submitDrain() }
+    }
+}
