@@ -385,10 +385,12 @@ extension LosersFirstTests {
     }
 
     /// Nothing waits for another thread's callbacks: a thread waiting on a race
-    /// must not be held back by a *callback* on a loser (not an `onCancel` handler) that the
-    /// deciding thread runs. Here that callback waits (up to 2 s) for the waiter to have seen the
-    /// race's result; in a broken implementation it runs as urgent work before the result is published,
-    /// so it times out (without the timeout: a deadlock).
+    /// must not be held back by a *callback* on a loser (not an `onCancel` handler). Here that
+    /// callback waits (up to 2 s) for the waiter to have seen the race's result. It wants the
+    /// loser's result, so the race's forwarded cancellation leaves the loser alone (the rule of
+    /// Cancellation.md) and the callback runs only when the loser completes on its own, after
+    /// the waiter saw the result; a broken implementation cancels the loser and runs the callback
+    /// before the result is published (it times out; without the timeout: a deadlock).
     @Test(arguments: FutureVariant.allCases)
     func aWaiterElsewhereIsNotHeldBackByALosersCallback(variant: FutureVariant) {
         for combinator in ["race", "first"] {
@@ -411,12 +413,15 @@ extension LosersFirstTests {
             }.start()
             winner.succeed(1)
             waiterDone.wait()
+            #expect(!loser.isCancelled, "\(combinator): a loser with a pending callback is left to it")
+            loser.fail(TestFailure(1))
             #expect(callbackSawWaiter.snapshot == true, "\(combinator)")
         }
     }
 
-    /// The same for a failing `all(_:maxConcurrent:)`: a callback on an input in flight, which
-    /// its cancellation runs, does not hold back a waiter on another thread.
+    /// The same for a failing `all(_:maxConcurrent:)`: a callback on an input in flight does not
+    /// hold back a waiter on another thread. The callback wants the input's result, so the
+    /// failure's forwarded cancellation leaves the input alone (the rule of Cancellation.md).
     @Test(arguments: FutureVariant.allCases)
     func aWaiterElsewhereIsNotHeldBackByACallbackOnAnInputInFlight(variant: FutureVariant) {
         let failing = Promise<Int>(variant: variant)
@@ -437,7 +442,8 @@ extension LosersFirstTests {
         }.start()
         failing.fail(CancellationError())
         waiterDone.wait()
-        #expect(inFlight.isCancelled)
+        #expect(!inFlight.isCancelled, "its callback wants it")
+        inFlight.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true)
     }
 
@@ -585,7 +591,10 @@ extension LosersFirstTests {
     /// (the callback here waits up to 2 s for that waiter; without that limit it deadlocked).
     /// Now the thread is marked busy for the give-up at top level too
     /// (`_Trampoline.runUrgently`): only the cancellation runs before the failure is published.
-    /// "No operation blocks on a callback that runs on another thread."
+    /// "No operation blocks on a callback that runs on another thread." The source's callback
+    /// wants its result, so the timeout's forwarded cancellation now leaves the source alone (the
+    /// rule of Cancellation.md): the waiter sees `FutureTimeoutError` at once and the callback runs
+    /// when the source fails on its own, after it.
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiringAtTopLevelDoesNotHoldAWaiterBehindTheSourcesCallback(variant: FutureVariant) {
         // A manual clock advanced at top level.
@@ -603,7 +612,8 @@ extension LosersFirstTests {
         }.start()
         clock.advance(by: .seconds(1))
         waiterDone.wait()
-        #expect(source.isCancelled)
+        #expect(!source.isCancelled, "its callback wants it")
+        source.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true, "manual clock at top level")
 
         // FastFuture's timer thread.
@@ -617,16 +627,18 @@ extension LosersFirstTests {
             callbackSawWaiter2.withLock { $0 = seen }
             callbackDone.signal()
         }
-        _ = try? timed2.wait()
+        #expect(throws: FutureTimeoutError.self) { try timed2.wait() }
         waiterSaw2.signal()
+        #expect(!source2.isCancelled, "its callback wants it")
+        source2.fail(TestFailure(2))
         callbackDone.wait()
-        #expect(source2.isCancelled)
         #expect(callbackSawWaiter2.snapshot == true, "timer thread")
     }
 
-    /// Guard: a manual clock advanced inside a callback times out first (the source's
-    /// `onCancel` handler has run), and the source's `whenFailure` does not hold back a waiter
-    /// elsewhere.
+    /// Guard: a manual clock advanced inside a callback times out, and the source's
+    /// `whenFailure` does not hold back a waiter elsewhere. The callback wants the source's
+    /// result, so the timeout's forwarded cancellation leaves the source alone (the rule of
+    /// Cancellation.md): its `onCancel` handler has not run when the waiter sees the failure.
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiredInsideACallbackDoesNotHoldAWaiterBehindTheSourcesCallback(variant: FutureVariant) {
         let clock = ManualClock()
@@ -654,8 +666,11 @@ extension LosersFirstTests {
         Self.advance(clock, by: .seconds(1), at: .insideCallback, variant: variant)
         waiterDone.wait()
         #expect(timedOut.snapshot == true)
-        #expect(handlerRanAtResult.snapshot == true)
+        #expect(handlerRanAtResult.snapshot == false)
+        #expect(!source.isCancelled, "its callback wants it")
+        source.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true)
+        #expect(!handlerRan.snapshot)
     }
 
     /// FINDING (MED, docs): a loser that another thread is cancelling at the same moment. Thread
@@ -921,7 +936,6 @@ extension LosersFirstTests {
             clock.advance(by: .seconds(1))
             b0.fail(TestFailure(9))
         }
-        loser.future.whenFailure { _ in events.append("first failed") }
         r2.whenComplete { _ in events.append("r2 result") }
         clocked.whenFailure { _ in events.append("clock timeout failed") }
         bounded.whenFailure { _ in events.append("bounded failed") }
@@ -947,6 +961,10 @@ extension LosersFirstTests {
             first = loser.future.timeout(after: .zero)
             first.whenComplete { _ in events.append("first result") }
         }
+        // Registered once the loser is given up on: a callback that waited on it would want its
+        // result, and a forwarded cancellation leaves a source that is still wanted alone (the
+        // rule of Cancellation.md). Late, on the cancelled loser, it runs at once.
+        loser.future.whenFailure { _ in events.append("first failed") }
 
         let seen = events.snapshot
         let expected: Set = [
@@ -980,14 +998,15 @@ extension LosersFirstTests {
 
     /// Guard: a timeout fired from inside a late (fast-path) callback: the source's `onCancel`
     /// handler runs before the timeout's callbacks, which run after the late callback returns
-    /// and before its registration does.
+    /// and before its registration does. (The source has no callback of its own: one would want
+    /// its result and keep the timeout's forwarded cancellation from it, the rule of
+    /// Cancellation.md; it is told once it is cancelled, at once.)
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiredInsideALateCallback(variant: FutureVariant) {
         let events = LockedBox<[String]>([])
         let clock = ManualClock()
         let source = Promise<Int>(variant: variant)
         source.onCancel { events.append("source onCancel") }
-        source.future.whenFailure { _ in events.append("source failed") }
         let timed = source.future.timeout(after: .seconds(1), clock: clock)
         timed.whenFailure { _ in events.append("timeout failed") }
         Future.succeeded(0, variant: variant).whenComplete { _ in
@@ -995,6 +1014,8 @@ extension LosersFirstTests {
             clock.advance(by: .seconds(1))
             events.append("late ends")
         }
+        #expect(source.isCancelled)
+        source.future.whenFailure { _ in events.append("source failed") }
         let seen = events.snapshot
         #expect(Set(seen) == ["late begins", "late ends", "source onCancel", "source failed", "timeout failed"])
         #expect(seen.count == 5)
@@ -1007,19 +1028,41 @@ extension LosersFirstTests {
     }
 
     /// Guard: a race decided while `race` registers on its inputs (an input already
-    /// complete) at top level: by the time `race` returns its losers' handlers and callbacks
-    /// have run, and a callback registered on the result then runs at once.
+    /// complete) at top level: by the time `race` returns its losers' handlers have run and the
+    /// loser is cancelled, so a callback registered on it then runs at once, and so does one
+    /// registered on the result. (A callback registered on the loser before the race would want
+    /// its result and keep the race's forwarded cancellation from it: the rule of
+    /// Cancellation.md, checked by `aLoserWithAPendingCallbackIsLeftToIt`.)
     @Test(arguments: FutureVariant.allCases)
     func raceDecidedWhileItIsBuiltAtTopLevel(variant: FutureVariant) throws {
         let events = LockedBox<[String]>([])
         let loser = Promise<Int>(variant: variant)
         loser.onCancel { events.append("loser onCancel") }
-        loser.future.whenFailure { _ in events.append("loser failed") }
         let raced = Future.race([loser.future, .succeeded(3, variant: variant), loser.future])
+        #expect(events.snapshot == ["loser onCancel"])
+        #expect(loser.isCancelled)
+        loser.future.whenFailure { _ in events.append("loser failed") }
         #expect(events.snapshot == ["loser onCancel", "loser failed"])
         raced.whenComplete { _ in events.append("result") }
         #expect(events.snapshot == ["loser onCancel", "loser failed", "result"])
         #expect(try raced.wait() == 3)
+    }
+
+    /// A race's loser with a pending callback is left to it: the callback wants the loser's
+    /// result, so the race's forwarded cancellation does not cancel it, and the callback later
+    /// gets the loser's own value.
+    @Test(arguments: FutureVariant.allCases)
+    func aLoserWithAPendingCallbackIsLeftToIt(variant: FutureVariant) throws {
+        let events = LockedBox<[String]>([])
+        let loser = Promise<Int>(variant: variant)
+        loser.onCancel { events.append("loser onCancel") }
+        loser.future.whenComplete { events.append("loser \((try? $0.get()).map(String.init) ?? "failed")") }
+        let raced = Future.race([loser.future, .succeeded(3, variant: variant)])
+        #expect(try raced.wait() == 3)
+        #expect(!loser.isCancelled)
+        #expect(events.snapshot.isEmpty)
+        loser.succeed(4)
+        #expect(events.snapshot == ["loser 4"])
     }
 
     /// Registers, on the cancelled `target`, a `whenFailure` callback and then an `onCancel`
