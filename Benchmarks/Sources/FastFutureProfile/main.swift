@@ -10,6 +10,7 @@
 // S4: S4's registrations without its threads: 100 callbacks pending on one future, then its
 // completion runs them (per callback).
 // S8: one callback registered on a future that is already complete (a late callback).
+// S7 (lockFree|locked only): 1,000 `wait()` round trips with a worker thread per iteration.
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
 // compare with, not a product.
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
@@ -139,6 +140,32 @@ func nioS8(_ iterations: Int) {
     }
 }
 
+/// S7: `wait()` round trips with a worker thread, 1,000 per iteration (per op: one round trip,
+/// its two futures made in the loop - the allocations to count - and two `wait()`s, which block
+/// whenever the other side has not completed yet).
+func s7(_ variant: FutureVariant, _ iterations: Int) {
+    let roundTrips = 1_000
+    let worker = DispatchQueue(label: "FastFutureProfile.S7")
+    for _ in 0..<iterations {
+        let forth = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
+        let back = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
+        let done = DispatchSemaphore(value: 0)
+        worker.async {
+            for index in 0..<roundTrips {
+                back[index].succeed(try! forth[index].future.wait())
+            }
+            done.signal()
+        }
+        var sum = 0
+        for index in 0..<roundTrips {
+            forth[index].succeed(index)
+            sum &+= try! back[index].future.wait()
+        }
+        done.wait()
+        if sum != roundTrips * (roundTrips - 1) / 2 { fail("S7: wrong values handed back") }
+    }
+}
+
 func fail(_ message: String) -> Never {
     print(message)
     exit(2)
@@ -260,6 +287,7 @@ func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
 
 let usage =
     "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
+    + " | FastFutureProfile S7 <lockFree|locked> [iterations of 1,000 round trips]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
@@ -288,5 +316,7 @@ case ("S2", _): s2(variant, iterations)
 case ("S8", _): s8(variant, iterations)
 case ("S4", _): s4(variant, iterations)
 case ("all", _): all(variant, iterations)
+case ("S7", "nio"): fail(usage)
+case ("S7", _): s7(variant, iterations)
 default: fail(usage)
 }
