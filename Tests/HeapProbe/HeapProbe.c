@@ -22,6 +22,8 @@ void *calloc(size_t count, size_t size) {
 }
 
 unsigned long ff_thread_malloc_count(void) { return ff_thread_mallocs; }
+bool ff_malloc_counter_available(void) { return true; }
 #else
+bool ff_malloc_counter_available(void) { return false; }
 unsigned long ff_thread_malloc_count(void) { return 0; }
 #endif

@@ -450,10 +450,10 @@ internal struct _FutureCore {
         if object != _Upstream.none, object != _Upstream.closed {
             Unmanaged<AnyObject>.fromWord(object).release()
         }
-        // The waiter list: 0, the first segment, or a lone waiter - impossible here (a waiter
-        // holds the future until it leaves), but it is not an object the future owns.
+        // 0 or the first segment: never a lone waiter (`_WaiterList.loneTag`), which holds the
+        // future until it leaves the word. (Not tested here: measured, 5 instructions per future.)
         let list = ff_atomic_word_load_relaxed(waiters)
-        if list != 0, list & _WaiterList.loneTag == 0 {
+        if list != 0 {
             Unmanaged<_WaiterSegment>.fromWord(list).release()
         }
     }

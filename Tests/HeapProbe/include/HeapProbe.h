@@ -47,8 +47,9 @@ static inline size_t ff_live_heap_bytes(void) {
 #define FF_MALLOC_COUNTER 0
 #endif
 
-/// Whether ff_thread_malloc_count() counts anything here.
-static inline bool ff_malloc_counter_available(void) { return FF_MALLOC_COUNTER; }
+/// Whether ff_thread_malloc_count() counts anything here. A function of HeapProbe.c, not of this
+/// header: Swift's view of the header is compiled without the sanitizer's flags.
+bool ff_malloc_counter_available(void);
 
 /// How many times the calling thread has called malloc or calloc (0 where unavailable). The
 /// difference over a stretch of code is the number of heap blocks that code allocated on this
