@@ -19,6 +19,8 @@ void ff_explore_set_hook(ff_explore_hook_fn _Nullable hook) {
 
 void ff_explore_set_thread_explored(bool explored) { ff_explore_thread_explored = explored; }
 
+bool ff_explore_thread_is_explored(void) { return ff_explore_thread_explored; }
+
 bool ff_explore_point(int op, const void *_Nonnull address, uintptr_t argument) {
   if (!ff_explore_thread_explored) return false;
   ff_explore_hook_fn hook = atomic_load_explicit(&ff_explore_hook, memory_order_acquire);

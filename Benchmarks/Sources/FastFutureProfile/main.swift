@@ -10,6 +10,9 @@
 // S4: S4's registrations without its threads: 100 callbacks pending on one future, then its
 // completion runs them (per callback).
 // S8: one callback registered on a future that is already complete (a late callback).
+// S7 (lockFree|locked only): 1,000 `wait()` round trips with a worker thread per iteration.
+// fanIn, firstOf, timeout, chain10, late: the same work with FastFuture or with structured
+// concurrency (`tasks`): see "Against structured concurrency" below.
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
 // compare with, not a product.
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
@@ -139,6 +142,184 @@ func nioS8(_ iterations: Int) {
     }
 }
 
+/// S7: `wait()` round trips with a worker thread, 1,000 per iteration (per op: one round trip,
+/// its two futures made in the loop - the allocations to count - and two `wait()`s, which block
+/// whenever the other side has not completed yet).
+func s7(_ variant: FutureVariant, _ iterations: Int) {
+    let roundTrips = 1_000
+    let worker = DispatchQueue(label: "FastFutureProfile.S7")
+    for _ in 0..<iterations {
+        let forth = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
+        let back = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
+        let done = DispatchSemaphore(value: 0)
+        worker.async {
+            for index in 0..<roundTrips {
+                back[index].succeed(try! forth[index].future.wait())
+            }
+            done.signal()
+        }
+        var sum = 0
+        for index in 0..<roundTrips {
+            forth[index].succeed(index)
+            sum &+= try! back[index].future.wait()
+        }
+        done.wait()
+        if sum != roundTrips * (roundTrips - 1) / 2 { fail("S7: wrong values handed back") }
+    }
+}
+
+// MARK: - Against structured concurrency: the same work, FastFuture (`lockFree`, `locked`) or
+// tasks (`tasks`)
+
+/// Runs `body` in a detached task and blocks until it is done (this file's top level is
+/// synchronous).
+func runInTask(_ body: @escaping @Sendable () async -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        await body()
+        done.signal()
+    }
+    done.wait()
+}
+
+/// fanIn: 10,000 values made elsewhere, gathered into one array (per op: one value).
+/// `Future.all` over 10,000 promises completed in turn, or a task group of 10,000 child tasks.
+func fanIn(_ variant: FutureVariant?, _ iterations: Int) {
+    let count = Sizes.manyFutures
+    guard let variant else {
+        runInTask {
+            for _ in 0..<iterations {
+                let values = await withTaskGroup(of: Int.self, returning: [Int].self) { group in
+                    for index in 0..<count { group.addTask { index } }
+                    var values: [Int] = []
+                    values.reserveCapacity(count)
+                    for await value in group { values.append(value) }
+                    return values
+                }
+                if values.count != count { fail("fanIn: \(values.count) values") }
+            }
+        }
+        return
+    }
+    for _ in 0..<iterations {
+        let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        let combined = Future.all(promises.map(\.future))
+        for (value, promise) in promises.enumerated() { promise.succeed(value) }
+        if (try? combined.peek()?.get())?.count != count { fail("fanIn: combined future not complete") }
+    }
+}
+
+/// firstOf: the first of 10 pending operations to succeed, the other 9 cancelled (per op: one
+/// race). `Future.first` over 10 promises, one of which succeeds (the rest are cancelled), or a
+/// task group whose first child returns at once and the other 9 sleep until cancelled.
+func firstOf(_ variant: FutureVariant?, _ iterations: Int) {
+    let count = 10
+    guard let variant else {
+        runInTask {
+            for value in 0..<iterations {
+                let first = await withTaskGroup(of: Int.self, returning: Int.self) { group in
+                    for index in 0..<count {
+                        group.addTask {
+                            if index == 0 { return value }
+                            try? await Task.sleep(for: .seconds(3_600))
+                            return -1
+                        }
+                    }
+                    let first = await group.next()!
+                    group.cancelAll()
+                    return first
+                }
+                if first != value { fail("firstOf: \(first)") }
+            }
+        }
+        return
+    }
+    for value in 0..<iterations {
+        let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        let first = Future.first(promises.map(\.future))
+        promises[0].succeed(value)
+        if (try? first.peek()?.get()) != value { fail("firstOf: not complete") }
+        if !promises[count - 1].isCancelled { fail("firstOf: a loser was not cancelled") }
+    }
+}
+
+/// timeout: an operation that finishes within its 60 s timeout (per op: one). `timeout(after:)`
+/// on a promise completed at once, or a throwing task group racing the work with `Task.sleep`.
+func timeoutRace(_ variant: FutureVariant?, _ iterations: Int) {
+    struct TimedOut: Error {}
+    guard let variant else {
+        runInTask {
+            for value in 0..<iterations {
+                let result = try? await withThrowingTaskGroup(of: Int.self, returning: Int.self) { group in
+                    group.addTask { value }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(60))
+                        throw TimedOut()
+                    }
+                    let first = try await group.next()!
+                    group.cancelAll()
+                    return first
+                }
+                if result != value { fail("timeout: \(String(describing: result))") }
+            }
+        }
+        return
+    }
+    for value in 0..<iterations {
+        let promise = Promise<Int>(variant: variant)
+        let timed = promise.future.timeout(after: .seconds(60))
+        promise.succeed(value)
+        if (try? timed.peek()?.get()) != value { fail("timeout: not complete") }
+    }
+}
+
+@inline(never)
+func step(_ value: Int) async -> Int { value &+ 1 }
+
+/// chain10: a value that arrives later, transformed by 10 steps (per op: one chain). A promise
+/// with 10 `map`s, then completed; or a task that awaits a continuation, then 10 async calls.
+func chain10(_ variant: FutureVariant?, _ iterations: Int) {
+    guard let variant else {
+        runInTask {
+            for value in 0..<iterations {
+                var result = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                    continuation.resume(returning: value)
+                }
+                for _ in 0..<10 { result = await step(result) }
+                if result != value &+ 10 { fail("chain10: \(result)") }
+            }
+        }
+        return
+    }
+    for value in 0..<iterations {
+        let promise = Promise<Int>(variant: variant)
+        var future = promise.future
+        for _ in 0..<10 { future = future.map { $0 &+ 1 } }
+        promise.succeed(value)
+        if (try? future.peek()?.get()) != value &+ 10 { fail("chain10: not complete") }
+    }
+}
+
+/// late: 1,000 consumers of one result that is already there (per op: one consumer). A callback
+/// on a complete future, or `await task.value` of a finished task.
+func lateConsumers(_ variant: FutureVariant?, _ iterations: Int) {
+    let consumers = 1_000
+    guard let variant else {
+        runInTask {
+            let task = Task { 1 }
+            _ = await task.value
+            for _ in 0..<iterations {
+                for _ in 0..<consumers { consume(await task.value) }
+            }
+        }
+        return
+    }
+    let future = Future.succeeded(1, variant: variant)
+    for _ in 0..<iterations {
+        for _ in 0..<consumers { future.whenComplete { result in consume(result) } }
+    }
+}
+
 func fail(_ message: String) -> Never {
     print(message)
     exit(2)
@@ -260,9 +441,13 @@ func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
 
 let usage =
     "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
+    + " | FastFutureProfile S7 <lockFree|locked> [iterations of 1,000 round trips]"
+    + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
 let arguments = CommandLine.arguments
-guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference"].contains(arguments[2]) else { fail(usage) }
+guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference", "tasks"].contains(arguments[2]) else {
+    fail(usage)
+}
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
 let variant: FutureVariant = arguments[2] == "locked" ? .locked : .lockFree
 switch (arguments[1], arguments[2]) {
@@ -288,5 +473,17 @@ case ("S2", _): s2(variant, iterations)
 case ("S8", _): s8(variant, iterations)
 case ("S4", _): s4(variant, iterations)
 case ("all", _): all(variant, iterations)
+case ("fanIn", "tasks"), ("firstOf", "tasks"), ("timeout", "tasks"), ("chain10", "tasks"), ("late", "tasks"):
+    let modes = ["fanIn": fanIn, "firstOf": firstOf, "timeout": timeoutRace, "chain10": chain10, "late": lateConsumers]
+    modes[arguments[1]]!(nil, iterations)
+case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
+    fail(usage)
+case ("fanIn", _): fanIn(variant, iterations)
+case ("firstOf", _): firstOf(variant, iterations)
+case ("timeout", _): timeoutRace(variant, iterations)
+case ("chain10", _): chain10(variant, iterations)
+case ("late", _): lateConsumers(variant, iterations)
+case ("S7", "nio"): fail(usage)
+case ("S7", _): s7(variant, iterations)
 default: fail(usage)
 }

@@ -35,9 +35,15 @@
 #include <os/lock.h>
 #endif
 #if defined(__linux__)
+#include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+#else
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #endif
 
 #if !defined(__cplusplus)
@@ -99,6 +105,8 @@ void ff_explore_set_thread_explored(bool explored);
 bool ff_explore_point(int op, const void *_Nonnull address, uintptr_t argument);
 /// A spin loop's round: lets the harness run another thread (the spinner waits for one).
 void ff_explore_spin(void);
+/// Whether the calling thread is explored (a timed wait then times out at once).
+bool ff_explore_thread_is_explored(void);
 
 #define FF_EXPLORE_POINT(op, address, argument) ((void)ff_explore_point((op), (address), (uintptr_t)(argument)))
 #define FF_EXPLORE_ORDER(order) (FF_EXPLORE_##order << FF_EXPLORE_ORDER_SHIFT)
@@ -442,6 +450,129 @@ FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
   syscall(SYS_futex, (uint32_t *)&word->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 #endif
+
+// MARK: - Not atomics (1b): a thread parker (`wait()`'s blocking waiter)
+
+/// What a thread blocked in `wait()`/`wait(timeout:)` sleeps on. It lives on that thread's stack
+/// (no allocation): the completer unparks it at most once, and the waiting thread does not
+/// return - its stack frame does not go - before it was unparked or took its waiter back.
+///
+/// Linux: one futex word: 0 idle, 1 unparked (final), 2 parked (its thread sleeps, or is about
+/// to). The unparker's last touch is the wake system call on the word's address, which may come
+/// after the woken thread returned: the kernel only looks the address up, and a wake that reaches
+/// another futex on a reused address is a spurious wake-up, which every futex sleeper tolerates
+/// (glibc's `sem_post` makes the same call). Elsewhere: a mutex and a condition variable, which
+/// POSIX lets the waiter destroy as soon as it saw the flag under the mutex.
+typedef struct ff_parker {
+#if defined(__linux__)
+  ff_atomic_u32 word;
+#else
+  pthread_mutex_t mutex;
+  pthread_cond_t condition;
+  bool unparked;
+#endif
+} ff_parker;
+
+FF_INLINE void ff_parker_init(ff_parker *_Nonnull parker) {
+#if defined(__linux__)
+  atomic_init(&parker->word.value, 0);
+#else
+  pthread_mutex_init(&parker->mutex, NULL);
+  pthread_cond_init(&parker->condition, NULL);
+  parker->unparked = false;
+#endif
+}
+
+FF_INLINE void ff_parker_destroy(ff_parker *_Nonnull parker) {
+#if !defined(__linux__)
+  pthread_cond_destroy(&parker->condition);
+  pthread_mutex_destroy(&parker->mutex);
+#else
+  (void)parker;
+#endif
+}
+
+#if defined(__linux__)
+/// Whether the parker was unparked; if not, marks it parked (2). acquire: pairs with the
+/// unparker's release, so what it did before `ff_parker_unpark` happens before the return.
+FF_INLINE bool ff_parker_unparked_or_mark(ff_parker *_Nonnull parker) {
+  FF_EXPLORE_POINT(FF_EXPLORE_LOAD | FF_EXPLORE_ORDER(ACQUIRE) | FF_EXPLORE_U32, &parker->word, 0);
+  uint32_t seen = atomic_load_explicit(&parker->word.value, memory_order_acquire);
+  if (seen == 1) return true;
+  if (seen == 0) {
+    FF_EXPLORE_POINT(FF_EXPLORE_CMPXCHG | FF_EXPLORE_ORDERS(ACQUIRE, ACQUIRE) | FF_EXPLORE_U32, &parker->word, 0);
+    if (!atomic_compare_exchange_strong_explicit(&parker->word.value, &seen, 2, memory_order_acquire,
+                                                 memory_order_acquire)) {
+      return seen == 1;
+    }
+  }
+  return false;
+}
+#endif
+
+/// Sleeps until the parker is unparked (at once if it was).
+FF_INLINE void ff_parker_park(ff_parker *_Nonnull parker) {
+#if defined(__linux__)
+  while (!ff_parker_unparked_or_mark(parker)) ff_atomic_u32_wait(&parker->word, 2);
+#else
+  pthread_mutex_lock(&parker->mutex);
+  while (!parker->unparked) pthread_cond_wait(&parker->condition, &parker->mutex);
+  pthread_mutex_unlock(&parker->mutex);
+#endif
+}
+
+/// Sleeps until the parker is unparked or `nanoseconds` (> 0) have passed on the monotonic clock
+/// (the wall clock on Apple platforms). Returns whether it was unparked. Under the schedule
+/// explorer the time is always up after one look (the give-up path is the one to explore).
+FF_INLINE bool ff_parker_park_for(ff_parker *_Nonnull parker, int64_t nanoseconds) {
+#if defined(__linux__)
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  int64_t seconds = nanoseconds / 1000000000 + deadline.tv_sec;
+  int64_t nanos = nanoseconds % 1000000000 + deadline.tv_nsec;
+  if (nanos >= 1000000000) { seconds += 1; nanos -= 1000000000; }
+  deadline.tv_sec = (time_t)seconds;
+  deadline.tv_nsec = (long)nanos;
+  while (!ff_parker_unparked_or_mark(parker)) {
+#if defined(FF_EXPLORE)
+    if (ff_explore_thread_is_explored()) return false;
+#endif
+    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.
+    long rc = syscall(SYS_futex, (uint32_t *)&parker->word.value, FUTEX_WAIT_BITSET_PRIVATE, 2, &deadline, NULL,
+                      FUTEX_BITSET_MATCH_ANY);
+    if (rc != 0 && errno == ETIMEDOUT) return ff_parker_unparked_or_mark(parker);
+  }
+  return true;
+#else
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  int64_t seconds = nanoseconds / 1000000000 + deadline.tv_sec;
+  int64_t nanos = nanoseconds % 1000000000 + deadline.tv_nsec;
+  if (nanos >= 1000000000) { seconds += 1; nanos -= 1000000000; }
+  deadline.tv_sec = (time_t)seconds;
+  deadline.tv_nsec = (long)nanos;
+  pthread_mutex_lock(&parker->mutex);
+  while (!parker->unparked) {
+    if (pthread_cond_timedwait(&parker->condition, &parker->mutex, &deadline) == ETIMEDOUT) break;
+  }
+  bool unparked = parker->unparked;
+  pthread_mutex_unlock(&parker->mutex);
+  return unparked;
+#endif
+}
+
+/// Unparks the parker's thread (called at most once per parker). release: see
+/// `ff_parker_unparked_or_mark`.
+FF_INLINE void ff_parker_unpark(ff_parker *_Nonnull parker) {
+#if defined(__linux__)
+  if (ff_atomic_u32_exchange_release(&parker->word, 1) == 2) ff_atomic_u32_wake_one(&parker->word);
+#else
+  pthread_mutex_lock(&parker->mutex);
+  parker->unparked = true;
+  pthread_cond_signal(&parker->condition);
+  pthread_mutex_unlock(&parker->mutex);
+#endif
+}
 
 // MARK: - Not atomics (2): the trampoline's thread-local slot
 

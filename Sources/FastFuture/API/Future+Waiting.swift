@@ -1,3 +1,4 @@
+import AtomicsShim
 import Dispatch
 
 extension Future {
@@ -26,15 +27,22 @@ extension Future {
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
     public func wait() throws -> Value {
         if let result = _peekRunningQueuedWork() { return try result.get() }
-        let waiter = _ThreadWaiter()
-        if _WaiterList.insert(waiter, core: _core) != nil {
-            #if DEBUG
-                _blockingWaitThatDiagnosesAStarvedMainActor(waiter.semaphore)
-            #else
-                waiter.semaphore.wait()
-            #endif
+        // The parker lives on this thread's stack: no allocation. It is woken at most once, and
+        // this frame stays until it was (or the waiter was never registered).
+        let result = withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
+            let parker = buffer.baseAddress.unsafelyUnwrapped
+            ff_parker_init(parker)
+            defer { ff_parker_destroy(parker) }
+            if _WaiterList.insert(parker: parker, core: _core) != nil {
+                #if DEBUG
+                    _blockingWaitThatDiagnosesAStarvedMainActor(parker)
+                #else
+                    ff_parker_park(parker)
+                #endif
+            }
+            return _completedAfterWaiting()
         }
-        return try _completedAfterWaiting().get()
+        return try result.get()
     }
 
     /// Blocks the calling thread until the future completes or `timeout` has passed.
@@ -57,20 +65,32 @@ extension Future {
     public func wait(timeout: Duration) throws -> Value {
         if let result = _peekRunningQueuedWork() { return try result.get() }
         guard timeout > .zero else { throw FutureTimeoutError() }
+        let nanoseconds = _saturatingNanoseconds(timeout)
+        // The result, or `nil` if time ran out (thrown out here: a throw inside the closure
+        // would cost a second allocation on its way out).
+        let outcome = withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
+            let parker = buffer.baseAddress.unsafelyUnwrapped
+            ff_parker_init(parker)
+            defer { ff_parker_destroy(parker) }
+            return _timedWait(parker: parker, nanoseconds: nanoseconds)
+        }
+        guard let outcome else { throw FutureTimeoutError() }
+        return try outcome.get()
+    }
+
+    /// `wait(timeout:)` on the caller's parker: the result; or `nil` if time ran out and the
+    /// waiter left (the future was pending then). Returns only once nothing will touch the parker
+    /// any more - it is on the caller's stack.
+    internal func _timedWait(parker: UnsafeMutablePointer<ff_parker>, nanoseconds: Int64) -> Result<Value, any Error>? {
         let core = _core
-        let waiter = _ThreadWaiter()
-        guard let slot = _WaiterList.insert(waiter, core: core) else {
-            return try _completedAfterWaiting().get()
-        }
-        if waiter.semaphore.wait(timeout: _dispatchDeadline(after: timeout)) == .success {
-            return try _completedAfterWaiting().get()
-        }
-        // Timed out: leave the slot. If the completer took the waiter first, the future is
-        // complete and its signal is on its way to a semaphore nobody needs any more.
-        if _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex), peek() == nil {
-            throw FutureTimeoutError()
-        }
-        return try _completedAfterWaiting().get()
+        guard let slot = _WaiterList.insert(parker: parker, core: core) else { return _completedAfterWaiting() }
+        if ff_parker_park_for(parker, nanoseconds) { return _completedAfterWaiting() }
+        // Timed out: leave the slot.
+        if _WaiterList.remove(slot, parker: parker, mutex: core.mutex) { return peek() }
+        // The completer took the waiter first: it is unparking it now (no user code in
+        // between), and the parker must stay until it has.
+        ff_parker_park(parker)
+        return _completedAfterWaiting()
     }
 
     /// For tests: the size of the waiter list and how many waiters it holds now.
@@ -157,13 +177,15 @@ extension Future {
     }
 }
 
-/// Converts a positive duration into a Dispatch deadline, saturating at `.distantFuture`.
-internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
+/// A positive duration in nanoseconds (at least 1), saturating at about 146 years - a bound no
+/// clock reading plus it can overflow.
+internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
     let (secondsInNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     let (nanos, overflow2) = secondsInNanos.addingReportingOverflow(attoseconds / 1_000_000_000)
-    guard !overflow, !overflow2, nanos < Int64(Int.max / 2) else { return .distantFuture }
-    return .now() + .nanoseconds(Int(max(nanos, 1)))
+    let limit = Int64(Int32.max) * 2_000_000_000
+    guard !overflow, !overflow2, nanos < limit else { return limit }
+    return max(nanos, 1)
 }
 
 #if DEBUG
@@ -180,14 +202,14 @@ internal func _dispatchDeadline(after duration: Duration) -> DispatchTime {
     /// main-actor bodies have been ready - their future complete - for 2 seconds without this
     /// wait ending: they cannot run before it returns (a future that needs them never completes).
     ///
-    /// - Parameter semaphore: The waiter's semaphore, signalled by the completer.
-    internal func _blockingWaitThatDiagnosesAStarvedMainActor(_ semaphore: DispatchSemaphore) {
+    /// - Parameter parker: The waiter's parker, unparked by the completer.
+    internal func _blockingWaitThatDiagnosesAStarvedMainActor(_ parker: UnsafeMutablePointer<ff_parker>) {
         guard DispatchQueue.getSpecific(key: _mainQueueKey) == true else {
-            semaphore.wait()
+            ff_parker_park(parker)
             return
         }
         var starvedSlices = 0
-        while semaphore.wait(timeout: .now() + .milliseconds(250)) == .timedOut {
+        while !ff_parker_park_for(parker, 250_000_000) {
             let ready = _IsolatedQueue.mainActor.readyBodies
             starvedSlices = ready > 0 ? starvedSlices + 1 : 0
             if starvedSlices >= 8 {

@@ -59,7 +59,7 @@ extension Future {
         let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
         // Waiters first: they wait for the result, not for the callbacks.
         if waiters != 0 {
-            _WaiterList.wakeAll(waiters, future: self, mutex: core.mutex)
+            _WaiterList.wakeAll(waiters, waiters: core.waiters, future: self, mutex: core.mutex)
         }
         // A cancellation is forwarded upstream *before* this future's callbacks run, so that a
         // top-level cancel() returns with it delivered (the callbacks may be long).

@@ -448,6 +448,8 @@ internal struct _FutureCore {
         if object != _Upstream.none, object != _Upstream.closed {
             Unmanaged<AnyObject>.fromWord(object).release()
         }
+        // 0 or the first segment: never a lone waiter (`_WaiterList.loneTag`), which holds the
+        // future until it leaves the word. (Not tested here: measured, 5 instructions per future.)
         let list = ff_atomic_word_load_relaxed(waiters)
         if list != 0 {
             Unmanaged<_WaiterSegment>.fromWord(list).release()

@@ -1,5 +1,4 @@
 import AtomicsShim
-import Dispatch
 
 #if canImport(Glibc)
     import Glibc
@@ -31,17 +30,6 @@ internal class _Waiter: @unchecked Sendable {
     }
 }
 
-/// Wakes a thread parked in `wait()`/`wait(timeout:)`.
-// Unchecked: see _Waiter
-@usableFromInline
-internal final class _ThreadWaiter: _Waiter, @unchecked Sendable {
-    let semaphore = DispatchSemaphore(value: 0)
-
-    override func wake(_ future: AnyObject) {
-        semaphore.signal()
-    }
-}
-
 // MARK: - The waiter list
 
 /// The header of a `_WaiterSegment`.
@@ -58,9 +46,12 @@ internal struct _WaiterSegmentHeader {
 
 /// A run of waiter slots. Each slot is an atomic word:
 ///
-///     0 (free) ──insert (CAS)──▶ +1 retained _Waiter ──remove (CAS, by that waiter)──▶ 0 (free again)
+///     0 (free) ──insert (CAS)──▶ a waiter's token ──remove (CAS, by that waiter)──▶ 0 (free again)
 ///       │                                │
 ///       └──────── wakeAll (exchange) ────┴──▶ FIRED (final; the completer wakes what it took)
+///
+/// A token is a +1 retained `_Waiter` (an awaiting task), or the address of a blocked thread's
+/// `ff_parker`, on that thread's stack, tagged with `_WaiterList.parkerTag`.
 internal final class _WaiterSegment: ManagedBuffer<_WaiterSegmentHeader, ff_atomic_word> {
     deinit {
         // Elements are plain words (trivial). The future is gone, so no thread can touch them,
@@ -72,8 +63,22 @@ internal final class _WaiterSegment: ManagedBuffer<_WaiterSegmentHeader, ff_atom
     }
 }
 
-/// The threads and tasks waiting for one future: a list of segments of slots, hung off the
-/// future's `waiters` word (see `_FutureWords`) by the first waiter, and freed with the future.
+/// The threads and tasks waiting for one future: one waiter alone in the future's `waiters` word
+/// (see `_FutureWords`), or a list of segments of slots hung off that word, freed with the future.
+///
+/// The `waiters` word:
+///
+///     0 ──insert (CAS)──▶ token | LONE ──remove (CAS, by that waiter) / wakeAll (CAS)──▶ 0
+///                           │
+///                           └──a second insert (CAS)──▶ the first segment (final), the lone
+///                                                       waiter moved to its slot 0
+///
+/// A lone waiter costs no allocation: `wait()` on a pending future, which nobody else waits for,
+/// allocates nothing (its parker is on its stack). The second waiter at once allocates the first
+/// segment, puts the lone token in its slot 0 and CASes the word from the lone token to the
+/// segment: from then on the word never changes again, and a lone waiter that finds it changed
+/// to a segment looks for itself in that segment's slot 0 (and nowhere else: no other thread
+/// moves a token).
 ///
 /// Why slots, not nodes on the callback stack: a Treiber stack can only be taken whole, so a
 /// node pushed onto it stays until the future completes - forever, for a future that never
@@ -103,17 +108,53 @@ internal enum _WaiterList {
     /// A slot the completer passed, or the `next` of a closed last segment.
     static let fired: UInt = 1
     static let firstCapacity = 4
+    /// In a token: the address of a thread's `ff_parker` (at least 4-byte aligned), not an object
+    /// (16-byte aligned).
+    static let parkerTag: UInt = 1
+    /// In the `waiters` word: a lone waiter's token, not a segment (16-byte aligned).
+    static let loneTag: UInt = 2
 
+    /// Where a waiter is: the `waiters` word (a lone waiter) or a segment's slot.
     typealias Slot = UnsafeMutablePointer<ff_atomic_word>
 
-    /// Registers `waiter` on the future of `core`.
+    /// Registers `waiter` (an awaiting task) on the future of `core`.
     ///
     /// - Returns: the waiter's slot; or `nil` if the future is complete (the waiter was not
     ///   registered, or was taken back: it will not be woken, and the caller reads the result).
     static func insert(_ waiter: _Waiter, core: _FutureCore) -> Slot? {
+        insert(token: UInt(bitPattern: Unmanaged.passRetained(waiter).toOpaque()), core: core)
+    }
+
+    /// Registers a blocked thread's parker (on its stack; it must not go before the thread was
+    /// unparked or took it back: see `remove`) on the future of `core`. As `insert(_:core:)`.
+    static func insert(parker: UnsafeMutablePointer<ff_parker>, core: _FutureCore) -> Slot? {
+        insert(token: UInt(bitPattern: parker) | parkerTag, core: core)
+    }
+
+    private static func insert(token: UInt, core: _FutureCore) -> Slot? {
         let mutex = core.mutex
-        let token = UInt(bitPattern: Unmanaged.passRetained(waiter).toOpaque())
-        let first = firstSegment(core)
+        // seq_cst (load and CAS): the first half of the Dekker pair with `publish`.
+        var current = load(core.waiters, mutex)
+        while current == 0 || current & loneTag != 0 {
+            if current == 0 {
+                // Nobody waits: wait alone in the word.
+                if let found = compareExchange(core.waiters, expected: 0, desired: token | loneTag, mutex) {
+                    current = found
+                    continue
+                }
+                return settle(core.waiters, token: token, core: core)
+            }
+            // A lone waiter: move it to slot 0 of the first segment, which takes its place.
+            let fresh = makeSegment(capacity: firstCapacity, first: current & ~loneTag)
+            let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
+            if let found = compareExchange(core.waiters, expected: current, desired: raw, mutex) {
+                Unmanaged<_WaiterSegment>.fromWord(raw).release()
+                current = found
+            } else {
+                current = raw
+            }
+        }
+        let first = Unmanaged<_WaiterSegment>.fromWord(current).takeUnretainedValue()
         let hint = first.withUnsafeMutablePointerToHeader { UnsafeMutablePointer(mutating: $0) }
             .pointer(to: \.hint).unsafelyUnwrapped
         // relaxed: a hint; the CASes decide.
@@ -134,16 +175,21 @@ internal enum _WaiterList {
         switch outcome {
         case .closed, .full:
             // The completer closed the list: the future is complete.
-            Unmanaged<_Waiter>.fromWord(token).release()
+            releaseToken(token)
             return nil
         case .found(let slot, let index):
             ff_atomic_word_store_relaxed(hint, UInt(index + 1))
-            // seq_cst: the second half of the Dekker pair with `publish` (see there).
-            guard core.loadStateSeqCst() & _State.completed != 0 else { return slot }
-            // Completed while we registered. Take the slot back - or, if the completer
-            // already took the waiter, it is about to wake it (no user code in between).
-            return remove(slot, waiter: waiter, mutex: mutex) ? nil : slot
+            return settle(slot, token: token, core: core)
         }
+    }
+
+    /// The end of an insert that took `slot`: the waiter stays unless the future completed.
+    private static func settle(_ slot: Slot, token: UInt, core: _FutureCore) -> Slot? {
+        // seq_cst: the second half of the Dekker pair with `publish` (see there).
+        guard core.loadStateSeqCst() & _State.completed != 0 else { return slot }
+        // Completed while we registered. Take the slot back - or, if the completer
+        // already took the waiter, it is about to wake it (no user code in between).
+        return remove(slot, token: token, mutex: core.mutex) ? nil : slot
     }
 
     private enum ScanOutcome {
@@ -209,26 +255,79 @@ internal enum _WaiterList {
     ///   completer took it first (it is woken, or about to be).
     @discardableResult
     static func remove(_ slot: Slot, waiter: _Waiter, mutex: _FutureLock?) -> Bool {
-        let token = UInt(bitPattern: Unmanaged.passUnretained(waiter).toOpaque())
-        guard compareExchange(slot, expected: token, desired: 0, mutex) == nil else { return false }
-        Unmanaged<_Waiter>.fromWord(token).release()
+        remove(slot, token: UInt(bitPattern: Unmanaged.passUnretained(waiter).toOpaque()), mutex: mutex)
+    }
+
+    /// Takes a blocked thread's parker back out of its slot. As `remove(_:waiter:mutex:)`; when it
+    /// returns `false`, the thread must park until unparked before its parker goes.
+    static func remove(_ slot: Slot, parker: UnsafeMutablePointer<ff_parker>, mutex: _FutureLock?) -> Bool {
+        remove(slot, token: UInt(bitPattern: parker) | parkerTag, mutex: mutex)
+    }
+
+    private static func remove(_ slot: Slot, token: UInt, mutex: _FutureLock?) -> Bool {
+        // A segment's slot holds the token until this CAS or the completer's FIRED. The
+        // `waiters` word holds it tagged LONE; or, after a second waiter came, the first segment.
+        var found = compareExchange(slot, expected: token, desired: 0, mutex)
+        if found == token | loneTag {
+            found = compareExchange(slot, expected: token | loneTag, desired: 0, mutex)
+        }
+        guard let found else {
+            releaseToken(token)
+            return true
+        }
+        // FIRED; or, in the `waiters` word, 0 or another lone waiter: the completer took this one.
+        guard found > fired, found & (loneTag | parkerTag) == 0 else { return false }
+        // The `waiters` word holds the first segment now: a second waiter moved this one to its
+        // slot 0 (if it is not there, the completer took it before the move).
+        let segment = Unmanaged<_WaiterSegment>.fromWord(found).takeUnretainedValue()
+        let moved = segment.withUnsafeMutablePointerToElements {
+            compareExchange($0, expected: token, desired: 0, mutex)
+        }
+        guard moved == nil else { return false }
+        releaseToken(token)
         return true
     }
 
+    /// Drops a token that will not be woken: a task's waiter is released; a parker is not owned.
+    private static func releaseToken(_ token: UInt) {
+        if token & parkerTag == 0 { Unmanaged<_Waiter>.fromWord(token).release() }
+    }
+
+    /// Wakes the waiter of a token the completer took: unparks a thread, or resumes a task.
+    private static func wake(_ token: UInt, future: AnyObject) {
+        if token & parkerTag != 0 {
+            ff_parker_unpark(UnsafeMutablePointer<ff_parker>(bitPattern: token & ~parkerTag).unsafelyUnwrapped)
+        } else {
+            Unmanaged<_Waiter>.fromWord(token).takeRetainedValue().wake(future)
+        }
+    }
+
     /// Wakes every waiter of a future whose result was just published, and closes the list.
-    /// Called once, by the completer; `list` is the `waiters` word it loaded (not 0).
+    /// Called once, by the completer; `list` is the `waiters` word it loaded (not 0), `waiters`
+    /// that word's address.
     @usableFromInline @inline(never)
-    static func wakeAll(_ list: UInt, future: AnyObject, mutex: _FutureLock?) {
+    static func wakeAll(
+        _ list: UInt, waiters: UnsafeMutablePointer<ff_atomic_word>, future: AnyObject, mutex: _FutureLock?
+    ) {
+        var list = list
+        while list & loneTag != 0 {
+            // A lone waiter: take it (the word goes back to 0; anyone who comes later sees the
+            // state COMPLETED and does not stay), unless it left or a second waiter moved it.
+            if let found = compareExchange(waiters, expected: list, desired: 0, mutex) {
+                list = found
+                continue
+            }
+            wake(list & ~loneTag, future: future)
+            return
+        }
+        guard list != 0 else { return }
         var segment = Unmanaged<_WaiterSegment>.fromWord(list)
             .takeUnretainedValue()
         while true {
             let next: UInt = segment.withUnsafeMutablePointers { header, slots in
                 for index in 0..<header.pointee.capacity {
                     let taken = exchange(slots + index, fired, mutex)
-                    if taken > fired {
-                        Unmanaged<_Waiter>.fromWord(taken)
-                            .takeRetainedValue().wake(future)
-                    }
+                    if taken > fired { wake(taken, future: future) }
                 }
                 // Close the end, unless a waiter appended a segment just now: then go on there.
                 return compareExchange(&header.pointee.next, expected: 0, desired: fired, mutex) ?? 0
@@ -247,6 +346,7 @@ internal enum _WaiterList {
     /// Called by: a withdrawal's scan (`_FutureCore.withdraw`).
     static func hasWaiter(core: _FutureCore) -> Bool {
         var word = ff_atomic_word_load_seq_cst(core.waiters)
+        if word & loneTag != 0 { return true }
         while word > fired {
             let segment = Unmanaged<_WaiterSegment>.fromWord(word).takeUnretainedValue()
             var found = false
@@ -266,6 +366,7 @@ internal enum _WaiterList {
     /// snapshot, exact only while nobody waits or gives up concurrently).
     static func counts(core: _FutureCore) -> (capacity: Int, occupied: Int) {
         var word = ff_atomic_word_load_seq_cst(core.waiters)
+        if word & loneTag != 0 { return (1, 1) }
         var capacity = 0
         var occupied = 0
         while word > fired {
@@ -283,25 +384,6 @@ internal enum _WaiterList {
     }
 
     // MARK: Segments
-
-    /// The first segment, hung off the future by the first waiter ever.
-    private static func firstSegment(_ core: _FutureCore) -> _WaiterSegment {
-        let mutex = core.mutex
-        // seq_cst (load and CAS): the first half of the Dekker pair with `publish`.
-        var current = load(core.waiters, mutex)
-        if current == 0 {
-            let fresh = makeSegment(capacity: firstCapacity)
-            let raw = UInt(bitPattern: Unmanaged.passRetained(fresh).toOpaque())
-            if let found = compareExchange(core.waiters, expected: 0, desired: raw, mutex) {
-                Unmanaged<_WaiterSegment>.fromWord(raw).release()
-                current = found
-            } else {
-                current = raw
-            }
-        }
-        return Unmanaged<_WaiterSegment>.fromWord(current)
-            .takeUnretainedValue()
-    }
 
     /// The segment after `segment`, appended if there is none; `nil` if the list is closed.
     private static func nextSegment(after segment: _WaiterSegment, _ mutex: _FutureLock?)
@@ -325,11 +407,15 @@ internal enum _WaiterList {
         }
     }
 
-    private static func makeSegment(capacity: Int) -> _WaiterSegment {
+    /// A segment of `capacity` free slots; or, with `first`, the first slot holding that token.
+    private static func makeSegment(capacity: Int, first: UInt = 0) -> _WaiterSegment {
         let buffer = _WaiterSegment.create(minimumCapacity: capacity) { _ in
             _WaiterSegmentHeader(next: ff_atomic_word_make(0), hint: ff_atomic_word_make(0), capacity: capacity)
         }
-        buffer.withUnsafeMutablePointerToElements { $0.initialize(repeating: ff_atomic_word_make(0), count: capacity) }
+        buffer.withUnsafeMutablePointerToElements {
+            $0.initialize(repeating: ff_atomic_word_make(0), count: capacity)
+            $0.pointee = ff_atomic_word_make(first)
+        }
         return unsafeDowncast(buffer, to: _WaiterSegment.self)
     }
 

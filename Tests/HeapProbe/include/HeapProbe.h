@@ -35,4 +35,25 @@ static inline size_t ff_live_heap_bytes(void) {
 #endif
 }
 
+#if !defined(__has_feature)
+#define __has_feature(feature) 0
+#endif
+
+/// Whether the per-thread malloc counter counts: glibc, and no sanitizer (ThreadSanitizer and
+/// AddressSanitizer bring their own malloc, which the counter's cannot replace).
+#if defined(__GLIBC__) && !__has_feature(thread_sanitizer) && !__has_feature(address_sanitizer)
+#define FF_MALLOC_COUNTER 1
+#else
+#define FF_MALLOC_COUNTER 0
+#endif
+
+/// Whether ff_thread_malloc_count() counts anything here. A function of HeapProbe.c, not of this
+/// header: Swift's view of the header is compiled without the sanitizer's flags.
+bool ff_malloc_counter_available(void);
+
+/// How many times the calling thread has called malloc or calloc (0 where unavailable). The
+/// difference over a stretch of code is the number of heap blocks that code allocated on this
+/// thread - the Swift runtime's objects included.
+unsigned long ff_thread_malloc_count(void);
+
 #endif // FASTFUTURE_HEAP_PROBE_H
