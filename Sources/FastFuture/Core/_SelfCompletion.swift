@@ -104,8 +104,10 @@ internal final class _UpstreamBorrow: _Cancellable, @unchecked Sendable {
 
     @usableFromInline
     func _cancelFromDownstream() {
+        // Already trampolined work (a forwarded cancellation runs as `.cancel`): passed on in
+        // the same step, so the object is cancelled before this future's callbacks run.
         if target != 0, let object = Unmanaged<AnyObject>.fromWord(target).takeUnretainedValue() as? any _Cancellable {
-            _Trampoline.run(.cancel(object))
+            object._cancelFromDownstream()
         }
     }
 
