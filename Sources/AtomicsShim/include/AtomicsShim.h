@@ -40,7 +40,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#else
+#elif !defined(FF_LAYOUT_CHECK)
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -453,6 +453,9 @@ FF_INLINE void ff_atomic_u32_wake_one(ff_atomic_u32 *_Nonnull word) {
 
 // MARK: - Not atomics (1b): a thread parker (`wait()`'s blocking waiter)
 
+// Not in the layout check's freestanding builds (no C library there; nothing it checks uses it).
+#if defined(__linux__) || !defined(FF_LAYOUT_CHECK)
+
 /// What a thread blocked in `wait()`/`wait(timeout:)` sleeps on. It lives on that thread's stack
 /// (no allocation): the completer unparks it at most once, and the waiting thread does not
 /// return - its stack frame does not go - before it was unparked or took its waiter back.
@@ -573,6 +576,8 @@ FF_INLINE void ff_parker_unpark(ff_parker *_Nonnull parker) {
   pthread_mutex_unlock(&parker->mutex);
 #endif
 }
+
+#endif // defined(__linux__) || !defined(FF_LAYOUT_CHECK)
 
 // MARK: - Not atomics (2): the trampoline's thread-local slot
 
