@@ -506,7 +506,6 @@ struct CoreFastPathTests {
             clock.advance(by: .seconds(1))
             b0.fail(TestFailure(9))
         }
-        loser.future.whenFailure { _ in events.append("first failed") }
         r2.whenComplete { _ in events.append("r2 result") }
         clocked.whenFailure { _ in events.append("clock timeout failed") }
         bounded.whenFailure { _ in events.append("bounded failed") }
@@ -532,6 +531,10 @@ struct CoreFastPathTests {
             first = loser.future.timeout(after: .zero)
             first.whenComplete { _ in events.append("first result") }
         }
+        // Registered once the loser is given up on: a callback that waited on it would want its
+        // result, and a forwarded cancellation leaves a source that is still wanted alone (the
+        // rule of Cancellation.md). Late, on the cancelled loser, it runs at once.
+        loser.future.whenFailure { _ in events.append("first failed") }
 
         let seen = events.snapshot
         let expected: Set = [
@@ -565,14 +568,15 @@ struct CoreFastPathTests {
 
     /// Guard: a timeout fired from inside a late (fast-path) callback: the source's `onCancel`
     /// handler runs before the timeout's callbacks, which run after the late callback returns
-    /// and before its registration does.
+    /// and before its registration does. (The source has no callback of its own: one would want
+    /// its result and keep the timeout's forwarded cancellation from it, the rule of
+    /// Cancellation.md; it is told once it is cancelled, at once.)
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiredInsideALateCallback(variant: FutureVariant) {
         let events = LockedBox<[String]>([])
         let clock = ManualClock()
         let source = Promise<Int>(variant: variant)
         source.onCancel { events.append("source onCancel") }
-        source.future.whenFailure { _ in events.append("source failed") }
         let timed = source.future.timeout(after: .seconds(1), clock: clock)
         timed.whenFailure { _ in events.append("timeout failed") }
         Future.succeeded(0, variant: variant).whenComplete { _ in
@@ -580,6 +584,8 @@ struct CoreFastPathTests {
             clock.advance(by: .seconds(1))
             events.append("late ends")
         }
+        #expect(source.isCancelled)
+        source.future.whenFailure { _ in events.append("source failed") }
         let seen = events.snapshot
         #expect(Set(seen) == ["late begins", "late ends", "source onCancel", "source failed", "timeout failed"])
         #expect(seen.count == 5)
@@ -592,19 +598,41 @@ struct CoreFastPathTests {
     }
 
     /// Guard: a race decided while `race` registers on its inputs (an input already
-    /// complete) at top level: by the time `race` returns its losers' handlers and callbacks
-    /// have run, and a callback registered on the result then runs at once.
+    /// complete) at top level: by the time `race` returns its losers' handlers have run and the
+    /// loser is cancelled, so a callback registered on it then runs at once, and so does one
+    /// registered on the result. (A callback registered on the loser before the race would want
+    /// its result and keep the race's forwarded cancellation from it: the rule of
+    /// Cancellation.md, checked by `aLoserWithAPendingCallbackIsLeftToIt`.)
     @Test(arguments: FutureVariant.allCases)
     func raceDecidedWhileItIsBuiltAtTopLevel(variant: FutureVariant) throws {
         let events = LockedBox<[String]>([])
         let loser = Promise<Int>(variant: variant)
         loser.onCancel { events.append("loser onCancel") }
-        loser.future.whenFailure { _ in events.append("loser failed") }
         let raced = Future.race([loser.future, .succeeded(3, variant: variant), loser.future])
+        #expect(events.snapshot == ["loser onCancel"])
+        #expect(loser.isCancelled)
+        loser.future.whenFailure { _ in events.append("loser failed") }
         #expect(events.snapshot == ["loser onCancel", "loser failed"])
         raced.whenComplete { _ in events.append("result") }
         #expect(events.snapshot == ["loser onCancel", "loser failed", "result"])
         #expect(try raced.wait() == 3)
+    }
+
+    /// A race's loser with a pending callback is left to it: the callback wants the loser's
+    /// result, so the race's forwarded cancellation does not cancel it, and the callback later
+    /// gets the loser's own value.
+    @Test(arguments: FutureVariant.allCases)
+    func aLoserWithAPendingCallbackIsLeftToIt(variant: FutureVariant) throws {
+        let events = LockedBox<[String]>([])
+        let loser = Promise<Int>(variant: variant)
+        loser.onCancel { events.append("loser onCancel") }
+        loser.future.whenComplete { events.append("loser \((try? $0.get()).map(String.init) ?? "failed")") }
+        let raced = Future.race([loser.future, .succeeded(3, variant: variant)])
+        #expect(try raced.wait() == 3)
+        #expect(!loser.isCancelled)
+        #expect(events.snapshot.isEmpty)
+        loser.succeed(4)
+        #expect(events.snapshot == ["loser 4"])
     }
 
     /// Registers, on the cancelled `target`, a `whenFailure` callback and then an `onCancel`

@@ -32,10 +32,12 @@ struct LosersFirstCornerTests {
     }
 
     /// Nothing waits for another thread's callbacks: a thread waiting on a race
-    /// must not be held back by a *callback* on a loser (not an `onCancel` handler) that the
-    /// deciding thread runs. Here that callback waits (up to 2 s) for the waiter to have seen the
-    /// race's result; in a broken implementation it runs as urgent work before the result is published,
-    /// so it times out (without the timeout: a deadlock).
+    /// must not be held back by a *callback* on a loser (not an `onCancel` handler). Here that
+    /// callback waits (up to 2 s) for the waiter to have seen the race's result. It wants the
+    /// loser's result, so the race's forwarded cancellation leaves the loser alone (the rule of
+    /// Cancellation.md) and the callback runs only when the loser completes on its own, after
+    /// the waiter saw the result; a broken implementation cancels the loser and runs the callback
+    /// before the result is published (it times out; without the timeout: a deadlock).
     @Test(arguments: FutureVariant.allCases)
     func aWaiterElsewhereIsNotHeldBackByALosersCallback(variant: FutureVariant) {
         for combinator in ["race", "first"] {
@@ -58,12 +60,15 @@ struct LosersFirstCornerTests {
             }.start()
             winner.succeed(1)
             waiterDone.wait()
+            #expect(!loser.isCancelled, "\(combinator): a loser with a pending callback is left to it")
+            loser.fail(TestFailure(1))
             #expect(callbackSawWaiter.snapshot == true, "\(combinator)")
         }
     }
 
-    /// The same for a failing `all(_:maxConcurrent:)`: a callback on an input in flight, which
-    /// its cancellation runs, does not hold back a waiter on another thread.
+    /// The same for a failing `all(_:maxConcurrent:)`: a callback on an input in flight does not
+    /// hold back a waiter on another thread. The callback wants the input's result, so the
+    /// failure's forwarded cancellation leaves the input alone (the rule of Cancellation.md).
     @Test(arguments: FutureVariant.allCases)
     func aWaiterElsewhereIsNotHeldBackByACallbackOnAnInputInFlight(variant: FutureVariant) {
         let failing = Promise<Int>(variant: variant)
@@ -84,7 +89,8 @@ struct LosersFirstCornerTests {
         }.start()
         failing.fail(CancellationError())
         waiterDone.wait()
-        #expect(inFlight.isCancelled)
+        #expect(!inFlight.isCancelled, "its callback wants it")
+        inFlight.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true)
     }
 

@@ -108,15 +108,21 @@ struct SeedScenarioTests {
         #expect(!promises[0].isCancelled, "both still wants promises[0]")
         #expect(promises[2].isCancelled, "nobody else wants promises[2]")
         both.cancel()
-        #expect(promises[0].isCancelled, "the last consumer gone: cancelled")
+        #expect(promises[1].isCancelled, "the last consumer gone: cancelled")
+        // Its `whenSuccess` callbacks still want promises[0]: a forwarded cancellation leaves a
+        // source with a pending callback alone (the rule of Cancellation.md).
+        #expect(!promises[0].isCancelled, "upon callbacks still want promises[0]")
         #expect(all.peek()?.failureValue is CancellationError)
         #expect(both.peek()?.failureValue is CancellationError)
         #expect(order.snapshot.isEmpty)
+        promises[0].succeed(0)
+        #expect(order.snapshot == [0, 1, 2, 3, 4], "upon: in order, with the value")
 
         let fresh = Promise<Int>(variant: variant)
-        for index in 0..<5 { fresh.future.whenSuccess { _ in order.append(index) } }
+        let freshOrder = LockedBox<[Int]>([])
+        for index in 0..<5 { fresh.future.whenSuccess { _ in freshOrder.append(index) } }
         #expect(fresh.tryComplete(.success(1)), "fillIfUnfilled")
         #expect(!fresh.tryComplete(.success(2)))
-        #expect(order.snapshot == [0, 1, 2, 3, 4], "upon: in order")
+        #expect(freshOrder.snapshot == [0, 1, 2, 3, 4], "upon: in order")
     }
 }

@@ -98,15 +98,178 @@ struct SharedCancellationTests {
 
     // MARK: What counts as interest
 
-    /// A `whenComplete`/`whenSuccess`/`whenFailure` callback observes: it is told of the
-    /// cancellation, and does not keep the source from it.
+    /// A `whenComplete`/`whenSuccess`/`whenFailure` callback is a consumer: it wants the
+    /// source's result until it has run, so another consumer's forwarded cancellation leaves the
+    /// source alone, and the callback gets the value.
     @Test(arguments: FutureVariant.allCases)
-    func aPlainCallbackObservesTheCancellationInsteadOfPreventingIt(variant: FutureVariant) throws {
+    func aPendingCallbackKeepsTheSourceWanted(variant: FutureVariant) throws {
         let promise = Promise<Int>(variant: variant)
         let seen = LockedBox<[String]>([])
         promise.future.whenSuccess { seen.append("value \($0)") }
+        let derived = promise.future.map { $0 }
+        derived.cancel()
+        #expect(!promise.isCancelled)
+        #expect(derived.peek()?.failureValue is CancellationError)
+        promise.succeed(7)
+        #expect(seen.snapshot == ["value 7"])
+    }
+
+    /// The cache example with the cache's own plain callback on the shared future: screen A's
+    /// cancel is not forwarded (the callback still wants the result), `onCancel` never runs, and
+    /// the callback gets the value.
+    @Test(arguments: FutureVariant.allCases)
+    func theCacheExampleWithAPlainCallbackLeavesTheSourceToTheCallback(variant: FutureVariant) throws {
+        let promise = Promise<String>(variant: variant)
+        let cancels = LockedCounter()
+        promise.onCancel { cancels.increment() }
+        let shared = promise.future
+        let stored = LockedBox<[String]>([])
+        shared.whenSuccess { stored.append($0) }
+        let screenA = shared.map { $0.uppercased() }
+        screenA.cancel()
+        #expect(screenA.peek()?.failureValue is CancellationError)
+        #expect(!promise.isCancelled)
+        #expect(cancels.value == 0)
+        promise.succeed("Ada")
+        #expect(stored.snapshot == ["Ada"])
+        #expect(cancels.value == 0)
+    }
+
+    /// An actor for callbacks and steps that run on it.
+    actor CallbackHost {
+        func whenSuccess(_ future: Future<Int>, _ body: @escaping @Sendable (Int) -> Void) {
+            future.whenSuccess(on: self, body)
+        }
+
+        func whenComplete(_ future: Future<Int>) {
+            future.whenComplete(on: self) { _ in }
+        }
+
+        func mapAndCancel(_ future: Future<Int>) {
+            future.map(on: self) { $0 + 1 }.cancel()
+        }
+    }
+
+    /// A callback keeps its source wanted on every kind of executor: inline, a queue, the main
+    /// actor, an actor; and each gets the value after another consumer gave up.
+    @Test(arguments: FutureVariant.allCases)
+    func aCallbackOnEachKindOfExecutorKeepsTheSourceWanted(variant: FutureVariant) async throws {
+        let host = CallbackHost()
+        for kind in ["inline", "queue", "mainActor", "actor"] {
+            let source = Promise<Int>(variant: variant)
+            let got = Promise<Int>()
+            switch kind {
+            case "inline": source.future.whenSuccess { got.succeed($0) }
+            case "queue": source.future.whenSuccess(on: DispatchQueue(label: "shared-cancel")) { got.succeed($0) }
+            case "mainActor": source.future.whenSuccess(on: .mainActor) { got.succeed($0) }
+            default: await host.whenSuccess(source.future) { got.succeed($0) }
+            }
+            source.future.map { $0 }.cancel()
+            #expect(!source.isCancelled, "\(kind)")
+            source.succeed(5)
+            #expect(try await got.future.value == 5, "\(kind)")
+        }
+    }
+
+    /// A main-actor or actor step alone is no consumer of its own: its derived future speaks
+    /// for it, and once that is cancelled nothing else wants the source, so the cancellation
+    /// reaches it - also when the same domain holds a callback on another future.
+    @Test(arguments: FutureVariant.allCases)
+    func anIsolatedStepAloneIsNoConsumerOnceItsFutureIsCancelled(variant: FutureVariant) async {
+        let host = CallbackHost()
+        let onMain = Promise<Int>(variant: variant)
+        onMain.future.map(on: .mainActor) { $0 + 1 }.cancel()
+        #expect(onMain.isCancelled)
+        let onActor = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        await host.whenComplete(other.future)
+        await host.mapAndCancel(onActor.future)
+        #expect(onActor.isCancelled)
+        #expect(!other.isCancelled)
+        other.succeed(0)
+    }
+
+    /// A main-actor step and a main-actor callback on one future share one registration there:
+    /// the callback keeps the future wanted after the step's future is cancelled.
+    @Test(arguments: FutureVariant.allCases)
+    func anIsolatedCallbackNextToAStepKeepsTheSourceWanted(variant: FutureVariant) async throws {
+        let source = Promise<Int>(variant: variant)
+        let step = source.future.map(on: .mainActor) { $0 + 1 }
+        let got = Promise<Int>()
+        source.future.whenSuccess(on: .mainActor) { got.succeed($0) }
+        step.cancel()
+        #expect(!source.isCancelled)
+        source.succeed(3)
+        #expect(try await got.future.value == 3)
+    }
+
+    /// The library's own registrations stop counting once their owner no longer wants the
+    /// result: a decided race's, a failed bounded `all`'s, a fired timeout's. Each leaves a
+    /// shared source to its other consumer, whose cancel then cancels it.
+    @Test(arguments: FutureVariant.allCases)
+    func internalRegistrationsOfAGivenUpOwnerAreNoInterest(variant: FutureVariant) throws {
+        let raced = Promise<Int>(variant: variant)
+        let raceConsumer = raced.future.map { $0 }
+        _ = Future.race([raced.future, .succeeded(1, variant: variant)])
+        #expect(!raced.isCancelled)
+        raceConsumer.cancel()
+        #expect(raced.isCancelled, "race")
+
+        let bounded = Promise<Int>(variant: variant)
+        let boundedConsumer = bounded.future.map { $0 }
+        let failing = Promise<Int>(variant: variant)
+        let makers: [@Sendable () -> Future<Int>] = [{ bounded.future }, { failing.future }]
+        let all = Future.all(makers, maxConcurrent: 2)
+        failing.fail(TestFailure(1))
+        #expect(all.peek()?.failureValue is TestFailure)
+        #expect(!bounded.isCancelled)
+        boundedConsumer.cancel()
+        #expect(bounded.isCancelled, "bounded all")
+
+        let clock = ManualClock()
+        let timed = Promise<Int>(variant: variant)
+        let timedConsumer = timed.future.map { $0 }
+        let timeout = timed.future.timeout(after: .seconds(1), clock: clock)
+        clock.advance(by: .seconds(1))
+        #expect(timeout.peek()?.failureValue is FutureTimeoutError)
+        #expect(!timed.isCancelled)
+        timedConsumer.cancel()
+        #expect(timed.isCancelled, "timeout")
+    }
+
+    /// A bounded `all` still running wants its inputs: another consumer of a shared input
+    /// cancelling its own chain leaves the input to it; cancelling the bounded `all` (with no
+    /// other consumer left) cancels the input.
+    @Test(arguments: FutureVariant.allCases)
+    func aBoundedAllInFlightKeepsASharedInputWanted(variant: FutureVariant) throws {
+        let shared = Promise<Int>(variant: variant)
+        let other = shared.future.map { $0 }
+        let sharedMaker: [@Sendable () -> Future<Int>] = [{ shared.future }]
+        let all = Future.all(sharedMaker, maxConcurrent: 1)
+        other.cancel()
+        #expect(!shared.isCancelled)
+        shared.succeed(4)
+        #expect(try all.wait() == [4])
+
+        let alone = Promise<Int>(variant: variant)
+        let cancels = LockedCounter()
+        alone.onCancel { cancels.increment() }
+        let second = alone.future.map { $0 }
+        let aloneMaker: [@Sendable () -> Future<Int>] = [{ alone.future }]
+        let allAlone = Future.all(aloneMaker, maxConcurrent: 1)
+        allAlone.cancel()
+        #expect(!alone.isCancelled, "the other consumer still wants it")
+        second.cancel()
+        #expect(alone.isCancelled)
+        #expect(cancels.value == 1)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    func cancelOnTheSourceItselfStillReachesItsCallbacks(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let seen = LockedBox<[String]>([])
         promise.future.whenFailure { seen.append($0 is CancellationError ? "cancelled" : "failed") }
-        promise.future.map { $0 }.cancel()
+        promise.future.cancel()
         #expect(promise.isCancelled)
         #expect(seen.snapshot == ["cancelled"])
     }
@@ -390,6 +553,46 @@ struct SharedCancellationTests {
         }
     }
 
+    /// A plain callback registers while another consumer's withdrawal runs: if the
+    /// registration had returned before the withdrawal began, the source is not cancelled; in
+    /// every round the callback runs exactly once, with `CancellationError` if the source was
+    /// cancelled (then `onCancel` ran once) and with the value otherwise.
+    @Test(arguments: FutureVariant.allCases)
+    func aCallbackRegisteringRacingTheLastWithdrawalKeepsOrSeesTheCancellation(variant: FutureVariant) throws {
+        let rounds = Stress.rounds
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let cancels = (0..<rounds).map { _ in AtomicCount() }
+        for (promise, count) in zip(promises, cancels) { promise.onCancel { count.increment() } }
+        let withdrawing = promises.map { $0.future.map { $0 } }
+        let registered = (0..<rounds).map { _ in AtomicCount() }
+        let sawRegistered = (0..<rounds).map { _ in AtomicCount() }
+        let results = LockedBox<[[String]]>(Array(repeating: [], count: rounds))
+        _ = TestThreads.race(2, over: rounds) { thread, index in
+            if thread == 0 {
+                if registered[index].load() != 0 { sawRegistered[index].increment() }
+                withdrawing[index].cancel()
+            } else {
+                promises[index].future.whenComplete { result in
+                    let seen = (try? result.get()).map { "value \($0)" } ?? "cancelled"
+                    results.withLock { $0[index].append(seen) }
+                }
+                registered[index].increment()
+            }
+        }
+        for (index, promise) in promises.enumerated() where !promise.future.isComplete {
+            promise.succeed(index)
+        }
+        let seen = results.snapshot
+        for index in 0..<rounds {
+            let cancelled = promises[index].isCancelled
+            if sawRegistered[index].load() != 0 {
+                #expect(!cancelled, "round \(index): registered before the withdrawal, yet cancelled")
+            }
+            #expect(cancels[index].load() == (cancelled ? 1 : 0))
+            #expect(seen[index] == [cancelled ? "cancelled" : "value \(index)"], "round \(index)")
+        }
+    }
+
     // MARK: The layout the scan relies on
 
     /// A withdrawal's scan finds a registration's future or aggregator at offset 0 of the
@@ -402,6 +605,13 @@ struct SharedCancellationTests {
         #expect(MemoryLayout<_RetryWatch<Int>>.offset(of: \.result) == 0)
         #expect(MemoryLayout<_CascadeLink<Int>>.offset(of: \.promise) == 0)
         #expect(MemoryLayout<Promise<Int>>.offset(of: \.future) == 0)
+        #expect(MemoryLayout<_BoundedInput<Int>>.offset(of: \.result) == 0)
+        #expect(MemoryLayout<_IsolatedWatch<Int>>.offset(of: \.group) == 0)
+        // A main-actor or actor group's `_consumers` word, right after the object header.
+        let group = _IsolatedGroup<Int>({ _ in }, number: 0, consumer: true)
+        #expect(
+            _getUnsafePointerToStoredProperties(group)
+                == UnsafeMutableRawPointer(Unmanaged.passUnretained(group).toOpaque()) + _Layout.objectHeaderSize)
         let derived = Future<Int>(_variant: .lockFree, result: nil)
         let node = _Node(_Forward(derived: derived))
         let raw = Unmanaged.passUnretained(node).toOpaque()

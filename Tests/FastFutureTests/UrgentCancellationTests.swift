@@ -47,7 +47,10 @@ struct UrgentCancellationTests {
     /// (the callback here waits up to 2 s for that waiter; without that limit it deadlocked).
     /// Now the thread is marked busy for the give-up at top level too
     /// (`_Trampoline.runUrgently`): only the cancellation runs before the failure is published.
-    /// "No operation blocks on a callback that runs on another thread."
+    /// "No operation blocks on a callback that runs on another thread." The source's callback
+    /// wants its result, so the timeout's forwarded cancellation now leaves the source alone (the
+    /// rule of Cancellation.md): the waiter sees `FutureTimeoutError` at once and the callback runs
+    /// when the source fails on its own, after it.
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiringAtTopLevelDoesNotHoldAWaiterBehindTheSourcesCallback(variant: FutureVariant) {
         // A manual clock advanced at top level.
@@ -65,7 +68,8 @@ struct UrgentCancellationTests {
         }.start()
         clock.advance(by: .seconds(1))
         waiterDone.wait()
-        #expect(source.isCancelled)
+        #expect(!source.isCancelled, "its callback wants it")
+        source.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true, "manual clock at top level")
 
         // FastFuture's timer thread.
@@ -79,16 +83,18 @@ struct UrgentCancellationTests {
             callbackSawWaiter2.withLock { $0 = seen }
             callbackDone.signal()
         }
-        _ = try? timed2.wait()
+        #expect(throws: FutureTimeoutError.self) { try timed2.wait() }
         waiterSaw2.signal()
+        #expect(!source2.isCancelled, "its callback wants it")
+        source2.fail(TestFailure(2))
         callbackDone.wait()
-        #expect(source2.isCancelled)
         #expect(callbackSawWaiter2.snapshot == true, "timer thread")
     }
 
-    /// Guard: a manual clock advanced inside a callback times out first (the source's
-    /// `onCancel` handler has run), and the source's `whenFailure` does not hold back a waiter
-    /// elsewhere.
+    /// Guard: a manual clock advanced inside a callback times out, and the source's
+    /// `whenFailure` does not hold back a waiter elsewhere. The callback wants the source's
+    /// result, so the timeout's forwarded cancellation leaves the source alone (the rule of
+    /// Cancellation.md): its `onCancel` handler has not run when the waiter sees the failure.
     @Test(arguments: FutureVariant.allCases)
     func timeoutFiredInsideACallbackDoesNotHoldAWaiterBehindTheSourcesCallback(variant: FutureVariant) {
         let clock = ManualClock()
@@ -116,8 +122,11 @@ struct UrgentCancellationTests {
         Self.advance(clock, by: .seconds(1), at: .insideCallback, variant: variant)
         waiterDone.wait()
         #expect(timedOut.snapshot == true)
-        #expect(handlerRanAtResult.snapshot == true)
+        #expect(handlerRanAtResult.snapshot == false)
+        #expect(!source.isCancelled, "its callback wants it")
+        source.fail(TestFailure(1))
         #expect(callbackSawWaiter.snapshot == true)
+        #expect(!handlerRan.snapshot)
     }
 
     /// FINDING (MED, docs): a loser that another thread is cancelling at the same moment. Thread

@@ -21,13 +21,14 @@ extension Future {
     /// - Returns: A future with the variant of the first input (`.lockFree` for no makers):
     ///   the values in input order once every input has succeeded, `[]` for no makers. The first
     ///   failure (by time) fails it: no further maker is called, and the inputs still in flight
-    ///   are cancelled *before* the failure is delivered - their `onCancel` handlers and
+    ///   are given up *before* the failure is delivered - cancelled unless another consumer
+    ///   still wants them (a shared future: see the article "Cancellation"); their `onCancel` handlers and
     ///   forwarded cancellations have run (on the failing input's thread, as for ``race(_:)``)
     ///   by the time this future's waiters and callbacks see it, so work chained after the
     ///   failure never overlaps them. A maker that another thread is running as the failure
     ///   arrives is not waited for: its future is cancelled as soon as it returns, and no maker
     ///   is called after it.
-    ///   Cancelling it cancels the inputs in flight and stops the makers: once `cancel()` has
+    ///   Cancelling it gives up the inputs in flight (the same way) and stops the makers: once `cancel()` has
     ///   returned (or the result has completed), no maker is called, except that a maker
     ///   another thread was already starting as the cancel came may still be called (at most
     ///   one); its future is cancelled at once.

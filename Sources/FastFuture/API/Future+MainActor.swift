@@ -39,7 +39,9 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self) { result in MainActor.assumeIsolated { body(result) } }
+        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
+            MainActor.assumeIsolated { body(result) }
+        }
     }
 
     /// Runs `body` on the main actor with the value, if and when the future succeeds.
@@ -57,7 +59,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Value) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self) { result in
+        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
             if case .success(let value) = result { MainActor.assumeIsolated { body(value) } }
         }
     }
@@ -73,7 +75,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self) { result in
+        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
             if case .failure(let error) = result { MainActor.assumeIsolated { body(error) } }
         }
     }

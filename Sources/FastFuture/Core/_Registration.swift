@@ -33,7 +33,7 @@ extension _Registration {
     static var _isCancelHandler: Bool { false }
 
     @inlinable
-    static var _interest: UInt8 { _isCancelHandler ? _Interest.cancelHandler : _Interest.observer }
+    static var _interest: UInt8 { _isCancelHandler ? _Interest.cancelHandler : _Interest.consumer }
 
     /// Whether a value of this type fits in the embedded slot (folded to a constant when
     /// specialized).
@@ -176,10 +176,10 @@ extension Future {
             case .claimed(let stateAfterClaim):
                 _exploreWrite(core.embeddedFire)  // with the slot: one datum for the explorer
                 core.embeddedSlot.initializeMemory(as: R.self, to: registration)
-                // The embedded node's interest byte is 0 (`_Interest.observer`) from the init, and
+                // The embedded node's interest byte is 0 (`_Interest.consumer`) from the init, and
                 // the node is claimed once: only the other kinds store theirs (folded away for a
                 // callback). Published with the node by the push's release.
-                if R._interest != _Interest.observer { core.embeddedInterest.pointee = R._interest }
+                if R._interest != _Interest.consumer { core.embeddedInterest.pointee = R._interest }
                 core.embeddedFire.initializeMemory(
                     as: _EmbeddedFire.self, to: _EmbeddedFire(fire: { R._fireFromSlot($0, $1) }))
                 let node = core.embeddedNode

@@ -16,10 +16,16 @@ import AtomicsShim
 ///
 /// The rule (see the article "Cancellation"): a registration *wants* the result while
 ///
-/// - `observer`: never. A `whenComplete`/`whenSuccess`/`whenFailure` callback (and any
-///   registration not listed below) observes the result, whatever it is - a cancellation
-///   included, which it is told of - and cannot give up: counted, it would keep a source with a
-///   logging or cleanup callback from ever being cancelled by forwarding;
+/// - `consumer`: always. A `whenComplete`/`whenSuccess`/`whenFailure` callback (on any
+///   executor, the main actor or an actor) is a consumer that cannot give up: while it is
+///   registered, the source is wanted, so a forwarded cancellation leaves it alone. (`cancel()`
+///   on the source itself still cancels it, and the callback is told so.) The value 0, so that
+///   the embedded node's byte - 0 from the future's init - needs no store for a callback;
+/// - `observer`: never. A watcher of the library's own that stands for no consumer;
+/// - `flagged`: while the word right after the header of the object at the registration's offset
+///   0 is not zero: a main-actor or actor queue's registration for a group of bodies, which
+///   wants the result once the group holds a callback's body (a `map(on:)`/... step's body
+///   does not: its derived future speaks for it, through a `_DerivedInterest` registration);
 /// - `cancelHandler`: never. An `onCancel` handler is what a cancellation runs, not a consumer;
 /// - `derived`: the future at the registration's offset 0 (a `map`/`flatMap`/... step's derived
 ///   future - a main-actor or actor step's through its `_DerivedInterest` -, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
@@ -32,10 +38,12 @@ import AtomicsShim
 /// task) it takes its slot back, and counts no more.
 @usableFromInline
 internal enum _Interest {
-    @usableFromInline static let observer: UInt8 = 0
+    @usableFromInline static let consumer: UInt8 = 0
     @usableFromInline static let cancelHandler: UInt8 = 1
     @usableFromInline static let derived: UInt8 = 2
     @usableFromInline static let combinator: UInt8 = 3
+    @usableFromInline static let observer: UInt8 = 4
+    @usableFromInline static let flagged: UInt8 = 5
 }
 
 /// How a forwarded cancellation (`_FutureCore.withdraw`) ended.
@@ -205,6 +213,13 @@ extension _FutureCore {
                 return ff_atomic_word_load_acquire(words) & _State.claimed == 0
             }
             return ff_atomic_word_load_acquire(words + 1) == 0  // `_Aggregator.untaken`
+        case _Interest.consumer:
+            return true  // a callback: it cannot give up
+        case _Interest.flagged:
+            let object = registration.load(as: UnsafeRawPointer.self)
+            let word = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
+                .assumingMemoryBound(to: ff_atomic_word.self)
+            return ff_atomic_word_load_relaxed(word) != 0
         default:
             return false  // an observer, an `onCancel` handler
         }

@@ -25,7 +25,7 @@
 /// dictionary: a cancel walks it in input order, the order the futures were made in, which
 /// keeps a large cancel cache-friendly (a dictionary's hash order is not).
 ///
-/// Failure: an input that fails finishes the driver, cancels the inputs in flight as urgent
+/// Failure: an input that fails finishes the driver, gives up the inputs in flight as urgent
 /// work (`_Trampoline.runUrgently`: everything those cancellations start on this thread runs
 /// first), then fails the result. A `cancel()` of the result that comes meanwhile finds the
 /// inputs in `cancelling` and cancels them too before it returns. A maker running on another
@@ -33,6 +33,12 @@
 ///
 /// Cancellation: the result's promise has an `onCancel` handler that calls ``cancel()``; the
 /// makers also check the result itself, which a `cancel()` completes before its handler runs.
+///
+/// Giving up an input is a forwarded cancellation (`_withdraw(excluding:)`), like the other
+/// combinators': a maker may hand out a shared future (from a cache, say), which another
+/// consumer still wants. The driver's own registration on an input (`_BoundedInput`) wants it
+/// while the result is pending; a give-up excludes the result, which is pending still when a
+/// failure gives up the inputs in flight (they go first).
 ///
 /// - Note: `@unchecked Sendable`: every `var` is read and written only inside
 ///   `lock.withLock`; the `let`s are immutable and `Sendable`.
@@ -86,7 +92,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
             return (leftovers, leftovers.inFlight)
         }
         _ = leftovers
-        for case let future? in toCancel { future.cancel() }
+        for case let future? in toCancel { future._withdraw(excluding: promise.future) }
     }
 
     /// Becomes the pumping thread, unless one already is.
@@ -129,12 +135,12 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
             return true
         }
         guard keep else {
-            future.cancel()
+            future._withdraw(excluding: promise.future)
             return
         }
         // At top level, a complete future runs this at once; `pump()` then finds this thread
         // pumping and returns, and the loop in `pumpLoop` goes on.
-        future.whenComplete { result in self.didComplete(index, result) }
+        future._register(_BoundedInput(result: promise.future, driver: self, index: index))
     }
 
     private enum Report {
@@ -144,7 +150,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
         case fail
     }
 
-    private func didComplete(_ index: Int, _ result: Result<Value, any Error>) {
+    fileprivate func didComplete(_ index: Int, _ result: Result<Value, any Error>) {
         // What the lock let go of, released after it (a value's or a closure's deinit is user
         // code, which must not run under the lock).
         var reported: Future<Value>?
@@ -181,7 +187,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
             // The inputs in flight first, and everything their cancellations start on this
             // thread (urgently: not the work queued before), then the failure.
             let delivered = _Trampoline.runUrgently {
-                for case let future? in leftovers.inFlight { future.cancel() }
+                for case let future? in leftovers.inFlight { future._withdraw(excluding: promise.future) }
                 releaseCancelling()
             } thenDeliver: {
                 _deliver()
@@ -239,5 +245,25 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
         swap(&leftovers.makers, &makers)
         swap(&leftovers.values, &values)
         return leftovers
+    }
+}
+
+/// A bounded `all`'s registration on an input it started: reports the input's result to the
+/// driver. Its interest (`_Interest.derived`) is the bounded `all`'s result: the input is wanted
+/// while that is pending (another consumer's forwarded cancellation leaves it alone), and no
+/// more once it is claimed or excluded by the driver's own give-up.
+internal struct _BoundedInput<Value: Sendable>: _Registration {
+    typealias Source = Value
+    /// First: the future a withdrawal's scan reads.
+    let result: Future<[Value]>
+    let driver: _BoundedAllDriver<Value>
+    let index: Int
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.derived }
+
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
+        driver.didComplete(index, result)
     }
 }

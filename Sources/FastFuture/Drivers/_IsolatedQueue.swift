@@ -1,3 +1,4 @@
+import AtomicsShim
 import Dispatch
 
 /// The bodies registered for one isolation domain - the main actor, or one actor - run by that
@@ -142,8 +143,12 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// - Parameters:
     ///   - future: The future whose result `body` takes.
     ///   - body: Runs on the domain, once, unless the future is dropped while pending.
+    ///   - consumer: Whether `body` is a callback (`whenComplete`/`whenSuccess`/`whenFailure`):
+    ///     then the future is wanted while the body waits, and a forwarded cancellation leaves it
+    ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it.
     func register<Value: Sendable>(
         on future: Future<Value>,
+        consumer: Bool = false,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
         let key = ObjectIdentifier(future)
@@ -155,10 +160,10 @@ internal final class _IsolatedQueue: @unchecked Sendable {
             if let waiting = pending[key] {
                 // Its key is `future`, alive: the same object, so the same `Value`.
                 group = unsafeDowncast(waiting, to: _IsolatedGroup<Value>.self)
-                group.add(body, number: number)
+                group.add(body, number: number, consumer: consumer)
                 isNew = false
             } else {
-                group = _IsolatedGroup<Value>(body, number: number)
+                group = _IsolatedGroup<Value>(body, number: number, consumer: consumer)
                 isNew = true
             }
             if let result = future.peek() {  // an atomic load and a copy: no user code
@@ -172,7 +177,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         guard let added else { return }
         // Outside the lock: the callback may run at once (the future may have completed since).
         let token = _IsolatedToken(queue: self, group: added, key: key)
-        future.whenComplete { result in token.fire(result) }
+        future._register(_IsolatedWatch(group: added, token: token))
     }
 
     /// Under the lock: gives `group` its result and appends it to `ready`.
@@ -304,20 +309,33 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
     /// per domain), the others in `more`.
     typealias Bodies = (first: Body?, more: [(number: UInt64, body: Body?)])
 
+    /// 1 once the group holds a callback's body (a consumer of the future's result), else 0: what
+    /// a forwarded cancellation's scan reads through the group's registration (`_IsolatedWatch`,
+    /// `_Interest.flagged`). The first stored property: right after the object header, where
+    /// the scan looks. Set under the queue's lock (relaxed: it carries no other data).
+    var _consumers: ff_atomic_word
     private let firstNumber: UInt64
     private var bodies: Bodies
     /// Set, with `result`, when the group moves to the queue's `ready`; never reset.
     fileprivate var isReady = false
     fileprivate var result: Result<Value, any Error>?
 
-    init(_ body: @escaping Body, number: UInt64) {
+    init(_ body: @escaping Body, number: UInt64, consumer: Bool) {
+        _consumers = ff_atomic_word_make(consumer ? 1 : 0)
         firstNumber = number
         bodies = (body, [])
     }
 
     /// Adds a body registered later than those it holds.
-    func add(_ body: @escaping Body, number: UInt64) {
+    func add(_ body: @escaping Body, number: UInt64, consumer: Bool) {
         bodies.more.append((number, body))
+        if consumer {
+            // Relaxed: the word carries no other data. A scan that runs at the same time may miss
+            // it, like a registration racing the last withdrawal: the body then sees the
+            // cancellation (see `_FutureCore.withdraw`).
+            ff_atomic_word_store_relaxed(
+                _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self), 1)
+        }
     }
 
     /// Takes every body, to release them unrun.
@@ -361,7 +379,7 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
 ///
 /// - Note: `@unchecked Sendable`: `fired` is written by the one thread that runs the callback,
 ///   before that thread releases the callback (and so this token); `deinit` reads it after.
-private final class _IsolatedToken<Value: Sendable>: @unchecked Sendable {
+internal final class _IsolatedToken<Value: Sendable>: @unchecked Sendable {
     let queue: _IsolatedQueue
     let group: _IsolatedGroup<Value>
     let key: ObjectIdentifier
@@ -458,8 +476,8 @@ extension Future {
         let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
         let step = _Step(derived: derived, body: body, on: InlineExecutor())
         queue.register(on: self) { result in step.run(with: result, node: nil) }
-        // The step's interest in this future, for a forwarded cancellation's scan: the queue's
-        // own registration is a callback to the core, which observes and wants nothing.
+        // The step's interest in this future, for a forwarded cancellation's scan: the group's
+        // registration stands for callbacks only (see `_IsolatedWatch`).
         _register(_DerivedInterest<Value, Body.Output>(derived: derived))
         return derived
     }
@@ -479,4 +497,22 @@ private struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registratio
     static var _interest: UInt8 { _Interest.derived }
 
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
+}
+
+/// A queue's registration on a future for one group: hands the result to the group's token.
+/// Its interest (`_Interest.flagged`) is the group's `_consumers` word: the future is wanted
+/// while the group holds a callback's body, not for steps' bodies alone.
+internal struct _IsolatedWatch<Value: Sendable>: _Registration {
+    typealias Source = Value
+    /// First: the object whose first word a forwarded cancellation's scan reads.
+    let group: _IsolatedGroup<Value>
+    let token: _IsolatedToken<Value>
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.flagged }
+
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
+        token.fire(result)
+    }
 }

@@ -7,6 +7,7 @@
     extension ExploreScenario {
         static let sharedCancel: [ExploreScenario] = [
             sharedLastWithdrawals, sharedWithdrawalVsCompletion, sharedWithdrawalVsRegistration,
+            sharedCallbackVsWithdrawal,
         ]
 
         /// Two last withdrawals at once: each consumer cancels its own `map` (claim, publish,
@@ -104,6 +105,50 @@
                     log.expect(joined.peek()?.payloadID == 11, "the late consumer lost the value")
                 }
                 late.future = nil
+            }
+            return run
+        }
+
+        /// A plain callback registers while another consumer's withdrawal runs. A callback is
+        /// interest: one registered before the withdrawal began keeps the source (it is never
+        /// cancelled) and gets the value; one that lands during the scan makes it rescan; one that
+        /// comes after the cancellation sees it. The callback runs exactly once either way, and
+        /// `onCancel` runs once exactly when the source was cancelled.
+        static let sharedCallbackVsWithdrawal = ExploreScenario("shared-callback-vs-withdrawal") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let promise = Promise<ExplorePayload>(variant: variant)
+            let source = promise.future
+            let leaving = source.map { $0 }
+            run.watch(source, "source")
+            run.watch(leaving, "leaving")
+            promise.onCancel { log.event("onCancel") }
+            run.threads = [
+                {
+                    log.event("withdrawing")
+                    leaving.cancel()
+                },
+                {
+                    source.whenComplete { log.event($0.isCancellation ? "callback:cancelled" : "callback:value") }
+                    log.event("registered")
+                },
+            ]
+            run.check = {
+                let cancelled = source.peek()?.isCancellation == true
+                log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
+                let registeredAt = log.events.firstIndex(of: "registered") ?? .max
+                let withdrawingAt = log.events.firstIndex(of: "withdrawing") ?? .max
+                if registeredAt < withdrawingAt {
+                    log.expect(!cancelled, "a callback registered before the withdrawal did not keep the source")
+                }
+                if cancelled {
+                    log.expect(log.count("callback:cancelled") == 1, "the callback: \(log.events)")
+                } else {
+                    log.expect(!source.isComplete, "the source completed but was not cancelled")
+                    log.expect(log.count("callback:value") + log.count("callback:cancelled") == 0, "ran early")
+                    promise.succeed(ExplorePayload(1))
+                    log.expect(log.count("callback:value") == 1, "the callback lost the value: \(log.events)")
+                }
             }
             return run
         }
