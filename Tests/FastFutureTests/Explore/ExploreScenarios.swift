@@ -134,7 +134,7 @@
     extension ExploreScenario {
         /// Every scenario, in the order the suite runs them: one list per file (a file of
         /// scenarios declares its own list, added here).
-        static let all: [ExploreScenario] = core + coverage + sharedCancel + sharedTimeouts + timers
+        static let all: [ExploreScenario] = core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [
