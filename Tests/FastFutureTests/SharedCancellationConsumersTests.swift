@@ -6,7 +6,7 @@ import Testing
 /// Shared sources, tried as a demanding user would: combinators over one future twice, every
 /// kind of single-consumer step, consumers that give up in every way at the moment the last
 /// withdrawal runs, and what a long-lived shared source keeps of the consumers that left it.
-@Suite("Shared cancellation reproducers", .timeLimit(.minutes(2)))
+@Suite("Shared sources and their consumers", .timeLimit(.minutes(2)))
 struct SharedCancellationConsumersTests {
     // MARK: Single-consumer shapes still cancel their source
 
@@ -220,13 +220,9 @@ struct SharedCancellationConsumersTests {
         #expect(bounded.peek()?.failureValue is ConsumerTestError)
         #expect(second.isCancelled)
         #expect(other.peek()?.failureValue is CancellationError)
-        // What is wrong: both consumers of `shared` gave up, yet it is pending and its `onCancel`
-        // never ran (see the racing test below for the cause and the fix).
-        withKnownIssue("a bounded all that gave up a wanted input does not ask again once it failed") {
-            #expect(shared.isCancelled, "both consumers gave up, the shared input is still pending")
-            #expect(sharedCancels.load() == 1)
-        }
-        #expect(sharedCancels.load() <= 1)
+        // The bounded `all` asks again once its failure is delivered (its result claimed).
+        #expect(shared.isCancelled, "both consumers gave up, the shared input is still pending")
+        #expect(sharedCancels.load() == 1)
         _ = shared.tryComplete(Result<Int, any Error>.success(0))  // a producer finishing: ignored if cancelled
     }
 
@@ -258,20 +254,12 @@ struct SharedCancellationConsumersTests {
             if !inputs[index].isCancelled { neither += 1 }
         }
         for input in inputs { _ = input.tryComplete(Result<Int, any Error>.success(0)) }
-        // What is wrong: the driver gives up its inputs in flight excluding its own result, which
-        // is still pending then (the failure is delivered after), and never asks again once it
-        // has failed. The other consumer's withdrawal, scanning right after, sees the bounded
-        // `all`'s registration still wanting the input (its result unclaimed) and leaves it too:
-        // neither cancels it, and the input stays pending with nobody interested. The timeout
-        // has the fix (`_deliverTimeout` withdraws again after claiming its future); the bounded
-        // `all` needs the same: after `_deliver()`, withdraw again the inputs whose give-up was
-        // refused (`.wanted`).
-        withKnownIssue(
-            "two last give-ups at once, a failing bounded all's and another consumer's, cancel neither",
-            isIntermittent: true
-        ) {
-            #expect(neither == 0, "\(neither) of \(rounds) shared inputs left pending with no consumer")
-        }
+        // The driver gives up its inputs in flight excluding its own result, which is still
+        // pending then (the failure is delivered after); the other consumer's withdrawal,
+        // scanning right after, sees the bounded `all`'s registration still wanting the input
+        // and leaves it. So the driver asks again once its failure is delivered (its result
+        // claimed), as a timeout does: never neither.
+        #expect(neither == 0, "\(neither) of \(rounds) shared inputs left pending with no consumer")
     }
 
     // MARK: What a long-lived shared source keeps

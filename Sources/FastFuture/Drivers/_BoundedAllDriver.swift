@@ -61,6 +61,9 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     private var cancelling: [Future<Value>?] = []
     /// The failure to deliver, and what the driver held, released once it is delivered.
     private var failing: (error: any Error, held: Leftovers)?
+    /// Inputs that a failure gave up while another consumer still wanted them: asked again once
+    /// the failure is delivered (see `_deliver`).
+    private var askAgain: [Future<Value>] = []
 
     init(makers: [@Sendable () -> Future<Value>], maxConcurrent: Int, promise: Promise<[Value]>) {
         // Its own copy, one optional per maker, so that each is released as it is called (the
@@ -187,7 +190,12 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
             // The inputs in flight first, and everything their cancellations start on this
             // thread (urgently: not the work queued before), then the failure.
             let delivered = _Trampoline.runUrgently {
-                for case let future? in leftovers.inFlight { future._withdraw(excluding: promise.future) }
+                var wanted: [Future<Value>] = []
+                for case let future? in leftovers.inFlight
+                where future._withdraw(excluding: promise.future) == .wanted {
+                    wanted.append(future)
+                }
+                if !wanted.isEmpty { lock.withLock { askAgain = wanted } }
                 releaseCancelling()
             } thenDeliver: {
                 _deliver()
@@ -217,14 +225,22 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     /// Fails the result with the failure that finished the driver (see "Failure"), then
     /// releases what the driver held.
     func _deliver() {
-        let failing = lock.withLock { () -> (error: any Error, held: Leftovers)? in
-            defer { self.failing = nil }
-            return self.failing
+        let (failing, askAgain) = lock.withLock { () -> ((error: any Error, held: Leftovers)?, [Future<Value>]) in
+            defer {
+                self.failing = nil
+                self.askAgain = []
+            }
+            return (self.failing, self.askAgain)
         }
         guard let failing else { return }
         withExtendedLifetime(failing.held) {
             _ = promise.tryComplete(.failure(failing.error))
         }
+        // Asked again, now that the result is claimed: another consumer that gave up while this
+        // failure gave up its inputs (an input's onCancel handler may cancel it) saw the result
+        // still pending and left the input to it; this second ask, which sees the result
+        // claimed, cancels the input if nobody else wants it - never neither of the two.
+        for future in askAgain { future._withdraw() }
     }
 
     /// What `finish` took out of the driver: its caller releases it after leaving the lock.
