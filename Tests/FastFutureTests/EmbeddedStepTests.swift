@@ -9,16 +9,17 @@ import Testing
 /// cancellation both ways, releasing what it captured, and races with the completion.
 ///
 /// Each test runs the step both ways: `slotTaken == false` makes the step the source's first
-/// registration (the embedded node), `true` registers a callback first (the step gets a node).
+/// registration (the embedded node), `true` takes the slot first with a registration that wants
+/// nothing (`SlotTaker`: the step gets a node; a callback would keep the source wanted).
 @Suite struct EmbeddedStepTests {
     static let cases: [(FutureVariant, Bool)] = FutureVariant.allCases.flatMap { variant in
         [(variant, false), (variant, true)]
     }
 
-    /// A pending future, with a callback already registered on it if `slotTaken`.
+    /// A pending future, with its embedded slot taken if `slotTaken`.
     static func source(_ variant: FutureVariant, slotTaken: Bool) -> Promise<Int> {
         let promise = Promise<Int>(variant: variant)
-        if slotTaken { promise.future.whenComplete { _ in } }
+        if slotTaken { SlotTaker.takeSlot(of: promise.future) }
         return promise
     }
 

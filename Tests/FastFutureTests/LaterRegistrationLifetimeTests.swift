@@ -482,7 +482,9 @@ import Testing
             root.onCancel { rootCancelled.increment() }
             var future = root.future
             for _ in 0..<depth {
-                future.whenComplete { _ in }
+                // Takes the slot and wants nothing: a callback here would want each future's
+                // result and keep the forwarded cancellation from it (the Cancellation rule).
+                SlotTaker.takeSlot(of: future)
                 let tracked = Tracked(deaths)
                 future = future.flatMap { value in
                     tracked.touch()

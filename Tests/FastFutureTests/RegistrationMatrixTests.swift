@@ -234,13 +234,20 @@ import Testing
             for cancel in [false, true] {
                 let promise = Promise<Tracked>(variant: variant)
                 let future = promise.future
-                if second { future.whenComplete { _ in } }
+                if second { SlotTaker.takeSlot(of: future) }
                 let ran = LockedCounter()
                 future.whenComplete { _ in
                     withExtendedLifetime(future) { _ = ran.increment() }
                 }
                 let mapped = future.map { value in withExtendedLifetime(future) { value } }
-                if cancel { mapped.cancel() } else { promise.succeed(Tracked(deinits)) }
+                if cancel {
+                    mapped.cancel()
+                    // The callback wants the future's result: the forwarded cancellation leaves it.
+                    #expect(!future.isComplete)
+                    future.cancel()
+                } else {
+                    promise.succeed(Tracked(deinits))
+                }
                 #expect(ran.value == 1)
                 #expect(future.isComplete && mapped.isComplete)
             }

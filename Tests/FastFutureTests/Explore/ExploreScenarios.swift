@@ -135,7 +135,6 @@
         /// Every scenario, in the order the suite runs them: one list per file (a file of
         /// scenarios declares its own list, added here).
         static let all: [ExploreScenario] =
-        static let all: [ExploreScenario] =
             core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers + cycles + waiting + urgent
 
         /// The core's first scenarios (this file).

@@ -100,11 +100,11 @@ enum RegistrationPlacement: CaseIterable, Sendable {
     /// On a complete source, inside a running callback (queued on the trampoline, in a node).
     case completeInside
 
-    /// A pending promise whose embedded slot is taken (by a callback that does nothing): its
-    /// next registration goes in a heap node.
+    /// A pending promise whose embedded slot is taken (by a registration that does nothing and
+    /// wants nothing, `SlotTaker`): its next registration goes in a heap node.
     static func slotTaken<T: Sendable>(_ variant: FutureVariant, _: T.Type = T.self) -> Promise<T> {
         let promise = Promise<T>(variant: variant)
-        promise.future.whenComplete { _ in }
+        SlotTaker.takeSlot(of: promise.future)
         return promise
     }
 
