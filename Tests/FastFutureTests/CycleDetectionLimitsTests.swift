@@ -10,12 +10,7 @@ import Testing
 struct CycleDetectionLimitsTests {
     private struct Boom: Error {}
 
-    /// Holds a future for a body made before it.
-    private final class Slot<Value: Sendable>: @unchecked Sendable {
-        // `@unchecked Sendable`: written once before the body that reads it can run (the
-        // promise that runs the body is completed after the write), read only after.
-        var future: Future<Value>?
-    }
+    private typealias Slot<Value: Sendable> = FutureSlot<Value>
 
     private func expectCycleError<Value>(
         _ future: Future<Value>?, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
@@ -28,23 +23,7 @@ struct CycleDetectionLimitsTests {
         Issue.record("expected a FutureCycleError, got \(result): \(comment)", sourceLocation: sourceLocation)
     }
 
-    /// `count` flatMap futures in a ring: future `i` follows future `i + 1` (the last, the
-    /// first) once promise `i` completes.
-    private struct Ring: Sendable {
-        let promises: [Promise<Int>]
-        let futures: [Future<Int>]
-
-        init(_ count: Int, variant: FutureVariant) {
-            let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
-            let slots = (0..<count).map { _ in Slot<Int>() }
-            for index in 0..<count {
-                let next = slots[(index + 1) % count]
-                slots[index].future = promises[index].future.flatMap { _ in next.future! }
-            }
-            self.promises = promises
-            self.futures = slots.map { $0.future! }
-        }
-    }
+    private typealias Ring = FutureRing
 
     // MARK: Cycles that must fail
 

@@ -9,12 +9,7 @@ import Testing
 struct SelfCompletionTests {
     private struct Boom: Error {}
 
-    /// Holds a future for a body made before it (a body cannot capture its own step's result).
-    private final class Slot<Value: Sendable>: @unchecked Sendable {
-        // `@unchecked Sendable`: written once before the body that reads it can run (the
-        // promise is completed after the write, on the same thread), read only after.
-        var future: Future<Value>?
-    }
+    private typealias Slot<Value: Sendable> = FutureSlot<Value>
 
     private func expectCycleError<Value>(_ future: Future<Value>?, _ comment: Comment) {
         let result = future?.peek()
@@ -103,24 +98,7 @@ struct SelfCompletionTests {
 
     // MARK: Cycles of three futures or more
 
-    /// `count` flatMap futures in a ring: future `i` follows future `i + 1` (the last, the
-    /// first) once promise `i` completes. Whatever the order, the promise that completes last
-    /// closes the cycle.
-    private struct Ring: Sendable {
-        let promises: [Promise<Int>]
-        let futures: [Future<Int>]
-
-        init(_ count: Int, variant: FutureVariant) {
-            let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
-            let slots = (0..<count).map { _ in Slot<Int>() }
-            for index in 0..<count {
-                let next = slots[(index + 1) % count]
-                slots[index].future = promises[index].future.flatMap { _ in next.future! }
-            }
-            self.promises = promises
-            self.futures = slots.map { $0.future! }
-        }
-    }
+    private typealias Ring = FutureRing
 
     private func expectRingFailed(_ ring: Ring, _ comment: Comment) {
         for (index, future) in ring.futures.enumerated() {
