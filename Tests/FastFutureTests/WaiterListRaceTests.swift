@@ -1,5 +1,5 @@
 import Dispatch
-import FastFuture
+@testable import FastFuture
 import Foundation
 import Testing
 
@@ -87,5 +87,101 @@ struct WaiterListRaceTests {
             }
         }
         #expect(lost.snapshot == [])
+    }
+}
+
+// MARK: - Parked waiters racing the completer
+
+/// Blocking waiters whose parker is on their own stack, racing the completer: a waiter that
+/// times out while the completer takes it, a lone waiter moved to a segment while the completer
+/// takes the `waiters` word, and a waiter giving up beside one that stays.
+extension WaiterListRaceTests {
+    /// What a racing waiter saw: the value, or `nil` if it timed out.
+    typealias Seen = Int?
+
+    @Test(
+        "blocking and timed waiters racing the completer: every wait() gets the value, a timed wait the value or a timeout, and nothing stays behind",
+        arguments: FutureVariant.allCases)
+    func waitersRacingTheCompleterAreWokenOrLeave(variant: FutureVariant) throws {
+        let count = Stress.raceItems
+        let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+        let results = TestThreads.race(4, over: count) { thread, index -> Seen in
+            let future = promises[index].future
+            switch thread {
+            case 0:
+                // Blocks alone (lone in the word) or beside the timed waiters; a lost wake-up hangs here.
+                return try? future.wait()
+            case 1, 2:
+                // Gives up at about the time the completer takes the word or the segment's slots.
+                do {
+                    return try future.wait(timeout: .nanoseconds(1 + (index % 7) * 500 * thread))
+                } catch is FutureTimeoutError {
+                    return nil
+                } catch {
+                    return -1
+                }
+            default:
+                promises[index].succeed(index)
+                return index
+            }
+        }
+        for index in 0..<count {
+            #expect(results[0][index] == index, "wait() did not get the value")
+            for thread in 1...2 {
+                let seen = results[thread][index]
+                #expect(seen == nil || seen == index, "wait(timeout:) saw \(String(describing: seen))")
+            }
+            #expect(promises[index].future._waiterCounts.occupied == 0, "a waiter stayed behind")
+        }
+    }
+
+    @Test(
+        "timed waiters that all give up on a pending future leave no waiter, and a later wait() is still woken",
+        arguments: FutureVariant.allCases)
+    func timedWaitersGivingUpTogetherLeaveNothing(variant: FutureVariant) throws {
+        let rounds = max(1, Stress.rounds / 10)
+        for round in 0..<rounds {
+            let promise = Promise<Int>(variant: variant)
+            let future = promise.future
+            TestThreads.run(3) { thread in
+                // Lone, moved into a segment by the next one, and each leaves while others come.
+                for step in 0..<4 {
+                    _ = try? future.wait(timeout: .nanoseconds(1 + (step + thread) * 3_000))
+                }
+            }
+            #expect(future._waiterCounts.occupied == 0)
+            #expect(!_WaiterList.hasWaiter(core: future._core))
+            #expect(future.peek() == nil, "wait(timeout:) touched the future")
+            DispatchQueue.global().async {
+                TestThreads.spin { future._waiterCounts.occupied > 0 }
+                promise.succeed(round)
+            }
+            #expect((try? future.wait()) == round)
+        }
+    }
+
+    @Test(
+        "a blocked lone waiter is seen by hasWaiter, in the word and after a second waiter moved it and gave up",
+        arguments: FutureVariant.allCases)
+    func loneWaiterIsSeenByTheWithdrawalScan(variant: FutureVariant) throws {
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        let done = DispatchGroup()
+        done.enter()
+        let thread = Thread {
+            #expect((try? future.wait()) == 7)
+            done.leave()
+        }
+        thread.start()
+        TestThreads.spin { future._waiterCounts.occupied == 1 }
+        #expect(future._waiterCounts.capacity == 1, "the lone waiter is in the word")
+        #expect(_WaiterList.hasWaiter(core: future._core))
+        // A second waiter moves the lone one to the first segment, then times out.
+        #expect(throws: FutureTimeoutError.self) { try future.wait(timeout: .microseconds(50)) }
+        #expect(future._waiterCounts.capacity >= 4 && future._waiterCounts.occupied == 1)
+        #expect(_WaiterList.hasWaiter(core: future._core))
+        promise.succeed(7)
+        done.wait()
+        #expect(future._waiterCounts.occupied == 0)
     }
 }
