@@ -11,9 +11,11 @@ let benchmarks: @Sendable () -> Void = {
     registerS2()
     registerS3()
     registerS4()
+    registerS4Shapes()
     registerS5()
     registerS6()
     registerS7()
     registerS8()
     registerAll()
+    registerStructuredConcurrency()
 }

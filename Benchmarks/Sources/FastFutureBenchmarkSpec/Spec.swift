@@ -34,6 +34,14 @@ public enum Sizes {
     }()
     /// S7: round trips per iteration.
     public static let handoffRoundTrips = 1_000
+    /// Against structured concurrency, `firstOf`: the operations raced (one succeeds, the rest are
+    /// cancelled).
+    public static let raceInputs = 10
+    /// Against structured concurrency, `firstOf` and `timeout`: races or timed operations per
+    /// iteration.
+    public static let racesPerIteration = 100
+    /// Against structured concurrency, `chain10`: steps per chain.
+    public static let shortChainLength = 10
     /// S1, S2, S8: operations per iteration (the benchmarks' `scalingFactor: .kilo`).
     public static let kilo = 1_000
 }
@@ -89,6 +97,7 @@ public let implementations: [Implementation] = [
     .init(key: "reference", label: "reference Treiber-stack future (not a product)"),
     .init(key: "continuation", label: "CheckedContinuation in a task"),
     .init(key: "semaphores", label: "two DispatchSemaphores"),
+    .init(key: "tasks", label: "structured concurrency (async/await, task groups)"),
 ]
 
 /// One benchmark: its ordo-one name, what it runs against, and the operations one measured
@@ -99,6 +108,23 @@ public struct BenchmarkEntry: Codable, Sendable {
     public let threads: Int?
     public let operations: Int
     public let expectedAllocations: Int?
+}
+
+/// Why lock-free can lose a comparison with one peer in one scenario: said in the verdict when it
+/// does lose (or, against structured concurrency, when it is less than 2x faster).
+public struct LossReason: Codable, Sendable {
+    /// The peer's implementation key (`locked`, `nio`, `reference`, `tasks`).
+    public let peer: String
+    /// The reason, short: what lock-free does that the peer does not, or that it is not known yet.
+    public let reason: String
+    /// Where the argument is made: a file in `bench-results/` and the opening words of its section
+    /// heading (the report links to that section).
+    public let file: String
+    public let section: String?
+
+    init(_ peer: String, _ reason: String, in file: String = "losses.md", section: String? = nil) {
+        (self.peer, self.reason, self.file, self.section) = (peer, reason, file, section)
+    }
 }
 
 /// A scenario: its benchmarks, how the report names it, and whether lock-free's ratio to a peer
@@ -112,10 +138,18 @@ public struct Scenario: Codable, Sendable {
     public let unit: String
     /// "time" or "throughput".
     public let comparison: String
+    /// "libraries": FastFuture's variants against other future implementations; "tasks": the same
+    /// work done with FastFuture or with structured concurrency (the report's own section).
+    public let group: String
+    /// For the "tasks" group: what each side runs, in a sentence.
+    public let work: String?
+    /// Why lock-free can lose, per peer (the verdict names each loss with its reason).
+    public let lossReasons: [LossReason]
     public let benchmarks: [BenchmarkEntry]
 
     init(
         _ id: String, _ title: String, summary: String, unit: String, comparison: String = "time",
+        group: String = "libraries", work: String? = nil, losses: [LossReason] = [],
         impls: [String], threads: [Int?] = [nil], variants: [String] = [""], operations: (String, Int?) -> Int
     ) {
         self.id = id
@@ -123,6 +157,9 @@ public struct Scenario: Codable, Sendable {
         self.summary = summary
         self.unit = unit
         self.comparison = comparison
+        self.group = group
+        self.work = work
+        self.lossReasons = losses
         var entries: [BenchmarkEntry] = []
         for variant in variants {
             for thread in threads {
@@ -141,11 +178,35 @@ public struct Scenario: Codable, Sendable {
 }
 
 private let peers = ["lockFree", "locked", "nio"]
+private let variantsAndTasks = ["lockFree", "locked", "tasks"]
+
+// Reasons shared by several scenarios.
+private let s4LockedProfileMissing =
+    "not explained yet: no profile compares the variants' contention paths (both run the same registration and "
+    + "callback work; locked serializes it through one futex lock word)"
+private let s4ProfileMissing =
+    "not explained yet: no profile of the contention path; on one thread lock-free runs more instructions per "
+    + "pending callback than the reference (project targets, below)"
+private let notProfiled = "not explained yet: no profile compares the variants here"
 
 /// Every scenario, in report order. Names are `<scenario>[.<chain>].<implementation>[.T<threads>]`.
-public let scenarios: [Scenario] = [
+public let scenarios: [Scenario] = libraryScenarios + structuredConcurrencyScenarios
+
+/// FastFuture's variants against each other, swift-nio and the reference future.
+private let libraryScenarios: [Scenario] = [
     Scenario(
         "S1", "create a promise, add 1 callback, complete it", summary: "promise + 1 callback", unit: "promise",
+        losses: [
+            LossReason(
+                "reference",
+                "the reference has no errors, cancellation, executors or re-entrancy guard; FastFuture's future "
+                    + "carries them in its state machine (though it allocates once to the reference's twice)",
+                in: "floor.md", section: "What the counts are made of"),
+            LossReason(
+                "continuation",
+                "not explained yet: both allocate once per operation (the future; the checked continuation's "
+                    + "canary object), and the continuation resumes before its task suspends"),
+        ],
         impls: peers + ["reference", "continuation"]
     ) { _, _ in Sizes.kilo },
     Scenario(
@@ -154,35 +215,140 @@ public let scenarios: [Scenario] = [
     ) { _, _ in Sizes.kilo },
     Scenario(
         "S3", "\(Sizes.manyFutures.formatted) pending futures with a callback each, then complete them all",
-        summary: "\(Sizes.manyFutures.formatted) pending futures", unit: "future", impls: peers
+        summary: "\(Sizes.manyFutures.formatted) pending futures", unit: "future",
+        losses: [LossReason("locked", notProfiled, section: "S3 and S5")], impls: peers
     ) { _, _ in Sizes.manyFutures },
     Scenario(
         "S4", "fan-out contention: T threads register callbacks on one future while another completes it",
         summary: "fan-out: T threads add callbacks to one future", unit: "registration", comparison: "throughput",
+        losses: [
+            LossReason("locked", s4LockedProfileMissing), LossReason("reference", s4ProfileMissing),
+        ],
         impls: peers + ["reference"], threads: Sizes.fanOutThreads
+    ) { _, threads in Sizes.fanOutCallbacksPerThread * threads! },
+    Scenario(
+        "S4c",
+        "fan-out with capturing callbacks: T threads register callbacks that each mark their own slot of a shared "
+            + "array, while another thread completes the future",
+        summary: "fan-out, callbacks that capture state and write shared memory", unit: "registration",
+        comparison: "throughput",
+        losses: [
+            LossReason("locked", s4LockedProfileMissing), LossReason("reference", s4ProfileMissing),
+        ],
+        impls: ["lockFree", "locked", "reference"], threads: Sizes.fanOutThreads
+    ) { _, threads in Sizes.fanOutCallbacksPerThread * threads! },
+    Scenario(
+        "S4p",
+        "fan-out with a preempting completer: T threads register callbacks at a lower scheduling priority; the "
+            + "completer completes the future as soon as every registrant is half-way, while they still register",
+        summary: "fan-out, a higher-priority completer preempts the registrants", unit: "registration",
+        comparison: "throughput",
+        losses: [
+            LossReason("locked", s4LockedProfileMissing), LossReason("reference", s4ProfileMissing),
+        ],
+        impls: ["lockFree", "locked", "reference"], threads: Sizes.fanOutThreads
     ) { _, threads in Sizes.fanOutCallbacksPerThread * threads! },
     Scenario(
         "S5", "fill race: T threads race tryComplete on the same \(Sizes.fillRaceFutures.formatted) futures",
         summary: "fill race: T threads tryComplete the same futures", unit: "tryComplete", comparison: "throughput",
+        losses: [LossReason("locked", notProfiled, section: "S3 and S5")],
         impls: peers, threads: Sizes.fillRaceThreads
     ) { _, threads in Sizes.fillRaceFutures * threads! },
     Scenario(
         "S6", "\(Sizes.chainLength.formatted)-step map chain and flatMap chain (build, complete, free)",
-        summary: "\(Sizes.chainLength.formatted)-step map and flatMap chains", unit: "step", impls: peers,
-        variants: ["map", "flatMap"]
+        summary: "\(Sizes.chainLength.formatted)-step map and flatMap chains", unit: "step",
+        losses: [
+            LossReason(
+                "locked",
+                "not stable: flatMap moved from 0.89x to 1.76x locked's time in two full runs eight minutes apart",
+                in: "floor.md", section: "Two full runs")
+        ],
+        impls: peers, variants: ["map", "flatMap"]
     ) { impl, _ in impl == "nio" ? Sizes.nioChainLength : Sizes.chainLength },
     Scenario(
         "S7", "cross-thread handoff: complete on one thread, wait() on another, and back",
-        summary: "cross-thread handoff with wait()", unit: "round trip", impls: peers + ["semaphores"]
+        summary: "cross-thread handoff with wait()", unit: "round trip",
+        losses: [
+            LossReason(
+                "locked",
+                "a round trip is two futex sleeps and two wakes; lock-free runs fewer instructions than locked, "
+                    + "the rest of the time is the kernel's scheduler",
+                section: "S7")
+        ],
+        impls: peers + ["semaphores"]
     ) { _, _ in Sizes.handoffRoundTrips },
     Scenario(
         "S8", "late callbacks: 1 callback registered on a future that is already complete",
-        summary: "late callbacks on a complete future", unit: "callback", impls: peers + ["reference"]
+        summary: "late callbacks on a complete future", unit: "callback",
+        losses: [
+            LossReason(
+                "reference",
+                "FastFuture marks the thread busy around the callback, so a callback registered inside it is "
+                    + "queued, not recursed into (the reference overflows a 512 KiB stack on a deep chain)",
+                in: "floor.md", section: "What the counts are made of")
+        ],
+        impls: peers + ["reference"]
     ) { _, _ in Sizes.kilo },
     Scenario(
         "all", "Future.all over \(Sizes.manyFutures.formatted) futures (NIO: whenAllSucceed)",
         summary: "Future.all of \(Sizes.manyFutures.formatted)", unit: "input future", impls: peers
     ) { _, _ in Sizes.manyFutures },
+]
+
+/// Against structured concurrency: the same work done with FastFuture (both variants) or with
+/// async/await and task groups, each side written the way its users would write it (the code is
+/// `Benchmarks/Benchmarks/FastFutureBenchmarks/StructuredConcurrency.swift`; `FastFutureProfile`'s
+/// modes of the same names run the same shapes under callgrind). The target: FastFuture at least 2x
+/// faster in each; the reasons say why a scenario is not.
+private let structuredConcurrencyScenarios: [Scenario] = [
+    Scenario(
+        "fanIn", "fan-in of \(Sizes.manyFutures.formatted) values: Future.all vs withTaskGroup",
+        summary: "fan-in of \(Sizes.manyFutures.formatted)", unit: "value", group: "tasks",
+        work: "`Future.all` over \(Sizes.manyFutures.formatted) promises completed in turn, against a task group of "
+            + "\(Sizes.manyFutures.formatted) child tasks each returning its index, gathered with `for await`",
+        impls: variantsAndTasks
+    ) { _, _ in Sizes.manyFutures },
+    Scenario(
+        "firstOf",
+        "first of \(Sizes.raceInputs) with the rest cancelled: Future.first vs a task group that cancels the rest",
+        summary: "first of \(Sizes.raceInputs), the rest cancelled", unit: "race", group: "tasks",
+        work: "`Future.first` over \(Sizes.raceInputs) promises, one of which succeeds (the other "
+            + "\(Sizes.raceInputs - 1) are cancelled), against a task group whose first child returns at once and "
+            + "whose other \(Sizes.raceInputs - 1) sleep until `cancelAll()`",
+        impls: variantsAndTasks
+    ) { _, _ in Sizes.racesPerIteration },
+    Scenario(
+        "timeout", "a timeout that is met: timeout(after:) vs a task group racing Task.sleep",
+        summary: "a 60 s timeout that is met", unit: "operation", group: "tasks",
+        work: "`timeout(after: .seconds(60))` on a promise then completed (its timer cancelled), against a "
+            + "throwing task group racing the work with a child in `Task.sleep(for: .seconds(60))`, cancelled once "
+            + "the work is in",
+        impls: variantsAndTasks
+    ) { _, _ in Sizes.racesPerIteration },
+    Scenario(
+        "chain10",
+        "a \(Sizes.shortChainLength)-step chain: \(Sizes.shortChainLength) maps vs \(Sizes.shortChainLength) "
+            + "sequential awaits",
+        summary: "\(Sizes.shortChainLength)-step chain", unit: "chain", group: "tasks",
+        work: "a promise, \(Sizes.shortChainLength) `map`s, then the promise completed, against a task that "
+            + "awaits a continuation and then \(Sizes.shortChainLength) non-inlined async functions in turn",
+        losses: [
+            LossReason(
+                "tasks",
+                "sequential awaits of async functions that do not suspend are plain calls on the task's own "
+                    + "allocator; each map builds a future that exists before its value (an allocation, a "
+                    + "registration and a completion): inherent in a chain that can be handed around",
+                section: "Against structured concurrency")
+        ],
+        impls: variantsAndTasks
+    ) { _, _ in Sizes.kilo },
+    Scenario(
+        "late", "\(Sizes.kilo.formatted) late consumers of one result: callbacks vs await task.value",
+        summary: "late consumers of one result", unit: "consumer", group: "tasks",
+        work: "a callback registered on a complete future, against `await task.value` of a finished task, "
+            + "\(Sizes.kilo.formatted) times",
+        impls: variantsAndTasks
+    ) { _, _ in Sizes.kilo },
 ]
 
 extension Int {
@@ -306,6 +472,25 @@ public let projectTargets: [ProjectTarget] = {
             ProjectTarget(
                 "S4-\(threads)-reference", "S4 T=\(threads) lockFree throughput >= reference", .throughput,
                 "S4.lockFree.T\(threads)", against: "S4.reference.T\(threads)", atLeast: 1))
+    }
+    // Lock-free at or above locked and the reference at every T, in S4 and in its two shapes.
+    for shape in ["S4", "S4c", "S4p"] {
+        for peer in shape == "S4" ? ["locked"] : ["locked", "reference"] {
+            for threads in Sizes.fanOutThreads {
+                list.append(
+                    ProjectTarget(
+                        "\(shape)-\(threads)-\(peer)", "\(shape) T=\(threads) lockFree throughput >= \(peer)",
+                        .throughput,
+                        "\(shape).lockFree.T\(threads)", against: "\(shape).\(peer).T\(threads)", atLeast: 1))
+            }
+        }
+    }
+    // Against structured concurrency: FastFuture at least 2x faster.
+    for scenario in structuredConcurrencyScenarios {
+        list.append(
+            ProjectTarget(
+                "\(scenario.id)-tasks", "\(scenario.id) lockFree time <= 0.5x structured concurrency's", .time,
+                "\(scenario.id).lockFree", against: "\(scenario.id).tasks", atMost: 0.5))
     }
     return list
 }()
