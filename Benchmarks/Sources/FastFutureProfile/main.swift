@@ -17,6 +17,8 @@
 // compare with, not a product.
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
 // callgrind.
+// S3, S5, S4T (S4 with its threads) and `times`: the scenarios where `.lockFree` has lost to
+// `.locked`, see Losses.swift.
 
 import Dispatch
 import FastFuture
@@ -444,14 +446,28 @@ let usage =
     + " | FastFutureProfile S7 <lockFree|locked> [iterations of 1,000 round trips]"
     + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
+    + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
+    + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
+    + " | FastFutureProfile times <S3|S5|S4T> [T] [rounds] [plain|marking]"
 let arguments = CommandLine.arguments
+if arguments.count >= 3, arguments[1] == "times" {
+    times(
+        arguments[2], threads: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
+        rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11,
+        marking: arguments.count > 5 && arguments[5] == "marking")
+    exit(0)
+}
 guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference", "tasks"].contains(arguments[2]) else {
     fail(usage)
 }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
 let variant: FutureVariant = arguments[2] == "locked" ? .locked : .lockFree
+let threadsArgument = arguments.count > 4 ? Int(arguments[4]) ?? 4 : 4
+let markingArgument = arguments.count > 5 && arguments[5] == "marking"
 switch (arguments[1], arguments[2]) {
 case ("S1", "nio"): nioS1(iterations)
+case ("S4T", "reference"):
+    s4Threads(nil, iterations, threads: threadsArgument, marking: markingArgument)
 case ("S1", "reference"):
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18 (Synchronization)") }
     referenceS1(iterations)
@@ -483,6 +499,10 @@ case ("firstOf", _): firstOf(variant, iterations)
 case ("timeout", _): timeoutRace(variant, iterations)
 case ("chain10", _): chain10(variant, iterations)
 case ("late", _): lateConsumers(variant, iterations)
+case ("S3", "nio"), ("S5", "nio"), ("S4T", "nio"): fail(usage)
+case ("S3", _): s3(variant, iterations)
+case ("S5", _): s5(variant, iterations, threads: threadsArgument)
+case ("S4T", _): s4Threads(variant, iterations, threads: threadsArgument, marking: markingArgument)
 case ("S7", "nio"): fail(usage)
 case ("S7", _): s7(variant, iterations)
 default: fail(usage)
