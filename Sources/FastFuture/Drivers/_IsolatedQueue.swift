@@ -152,15 +152,16 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
         let key = ObjectIdentifier(future)
-        let (added, submit) = lock.withLock { () -> (_IsolatedGroup<Value>?, Bool) in
+        let (added, submit, firstConsumer) = lock.withLock { () -> (_IsolatedGroup<Value>?, Bool, Bool) in
             let number = nextNumber
             nextNumber &+= 1
             let group: _IsolatedGroup<Value>
             let isNew: Bool
+            var firstConsumer = false
             if let waiting = pending[key] {
                 // Its key is `future`, alive: the same object, so the same `Value`.
                 group = unsafeDowncast(waiting, to: _IsolatedGroup<Value>.self)
-                group.add(body, number: number, consumer: consumer)
+                firstConsumer = group.add(body, number: number, consumer: consumer)
                 isNew = false
             } else {
                 group = _IsolatedGroup<Value>(body, number: number, consumer: consumer)
@@ -168,12 +169,21 @@ internal final class _IsolatedQueue: @unchecked Sendable {
             }
             if let result = future.peek() {  // an atomic load and a copy: no user code
                 if !isNew { pending[key] = nil }  // its token still holds it: nothing is released
-                return (nil, makeReady(group, with: result))
+                return (nil, makeReady(group, with: result), false)
             }
             if isNew { pending[key] = group }
-            return (isNew ? group : nil, false)
+            return (isNew ? group : nil, false, firstConsumer)
         }
         if submit { submitDrain() }
+        if firstConsumer {
+            // The first callback of a group that held steps' bodies only: the group's
+            // registration did not want the future until now, and a forwarded cancellation's scan
+            // may have read its flag as 0 already. Its final compare-and-swap fails only if the
+            // future's state word changed: this callback's interest goes there, as any callback's
+            // does (pushed before this call returns; registered after that CAS, it is a
+            // registration on a cancelled future and sees the cancellation).
+            future._register(_ConsumerInterest<Value>())
+        }
         guard let added else { return }
         // Outside the lock: the callback may run at once (the future may have completed since).
         let token = _IsolatedToken(queue: self, group: added, key: key)
@@ -327,15 +337,18 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
     }
 
     /// Adds a body registered later than those it holds.
-    func add(_ body: @escaping Body, number: UInt64, consumer: Bool) {
+    ///
+    /// - Returns: Whether it is the group's first callback's body (`_consumers` was 0): then
+    ///   the caller registers the callback's interest on the future (see `_IsolatedQueue.register`).
+    func add(_ body: @escaping Body, number: UInt64, consumer: Bool) -> Bool {
         bodies.more.append((number, body))
-        if consumer {
-            // Relaxed: the word carries no other data. A scan that runs at the same time may miss
-            // it, like a registration racing the last withdrawal: the body then sees the
-            // cancellation (see `_FutureCore.withdraw`).
-            ff_atomic_word_store_relaxed(
-                _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self), 1)
-        }
+        let word = _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
+        // Relaxed: the word carries no other data, and is written only under the queue's lock. A
+        // scan that reads it at the same time may miss the store: the caller's registration on
+        // the future is what that scan's final compare-and-swap orders against.
+        guard consumer, ff_atomic_word_load_relaxed(word) == 0 else { return false }
+        ff_atomic_word_store_relaxed(word, 1)
+        return true
     }
 
     /// Takes every body, to release them unrun.
@@ -512,6 +525,18 @@ extension _IsolatedQueue {
         }
         if submit { submitDrain() }
     }
+}
+
+/// The interest of a callback that joined a group whose registration on the future did not
+/// want the result (a group of steps' bodies, see `_IsolatedQueue.register`): a consumer
+/// (`_Interest.consumer`, the default) that does nothing when it runs - the callback's body runs
+/// from the group.
+private struct _ConsumerInterest<Value: Sendable>: _Registration {
+    typealias Source = Value
+
+    static var _embeddable: Bool { true }
+
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
 
 /// A queue's registration on a future for one group: hands the result to the group's token.

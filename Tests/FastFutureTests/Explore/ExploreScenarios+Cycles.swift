@@ -6,7 +6,7 @@
     @testable import FastFuture
 
     extension ExploreScenario {
-        static let cycles: [ExploreScenario] = [flatMapCycleBothEnds, flatMapCycleVsCancel]
+        static let cycles: [ExploreScenario] = [flatMapCycleBothEnds, flatMapCycleVsCancel, flatMapWalkVsCancel]
 
         /// Three `flatMap` futures in a ring (`f0` follows `f1`, `f1` follows `f2`, `f2` follows
         /// `f0`, each once its promise completes); `f1`'s link is made first, then two threads
@@ -34,27 +34,45 @@
 
         /// The same ring, with `f1` cancelled while the two ends close it: the cancellation
         /// takes `f1`'s upstream word while a closing step may have it borrowed (a stand-in in
-        /// its place). Every future completes exactly once (with the cycle error, cancelled, or
-        /// the cancellation passed on), a cancellation that reaches a promise runs its `onCancel`
-        /// once, and nothing stays allocated.
+        /// its place). Here `f2` has no callback: `f1`'s forward is all that wants it, so the
+        /// cancellation passed on from `f1` cancels `f2`, and `f2`'s cancels `promise2` (whose
+        /// step is all that wants it) - unless `promise2` completed first. Every future completes
+        /// exactly once (with the cycle error, cancelled, or the cancellation passed on), a
+        /// cancellation that reaches a promise runs its `onCancel` once, a `cancel()` that
+        /// returned before T1 began completing `promise2` has cancelled `promise2` (a cancellation
+        /// lost on its way - through a borrowed word, say - leaves it to be completed), and
+        /// nothing stays allocated.
         static let flatMapCycleVsCancel = ExploreScenario("flatMap-cycle-vs-cancel") { variant in
             let run = ExploreRun()
-            let ring = ExploreRing(variant: variant, run: run)
+            let ring = ExploreRing(variant: variant, run: run, unobserved: [2])
+            let log = run.log
             ring.promises[1].succeed(ExplorePayload(1))
             run.threads = [
                 { ring.promises[0].succeed(ExplorePayload(0)) },
-                { ring.promises[2].succeed(ExplorePayload(2)) },
+                {
+                    log.event("completing-promise2")
+                    ring.promises[2].succeed(ExplorePayload(2))
+                },
                 {
                     let f1 = ring.futures[1]
                     f1.cancel()
-                    run.log.expect(f1.isComplete, "cancel() returned before f1 was complete")
+                    log.expect(f1.isComplete, "cancel() returned before f1 was complete")
+                    log.event("cancel-returned")
                 },
             ]
             run.check = {
-                let log = run.log
-                for index in 0..<3 {
+                for index in [0, 1] {
                     let outcomes = log.events.filter { $0.hasPrefix("f\(index):") }
                     log.expect(outcomes.count == 1, "f\(index) completed \(outcomes.count) times: \(log.events)")
+                }
+                let promise2 = ring.promises[2].future.peek()
+                let promise2Cancelled = promise2?.isCancellation == true
+                log.expect(
+                    log.count("promise2:onCancel") == (promise2Cancelled ? 1 : 0), "promise2's onCancel: \(log.events)")
+                if log.ordered("cancel-returned", "completing-promise2") {
+                    log.expect(
+                        promise2Cancelled,
+                        "f1's cancel() returned before promise2 was completed, and did not cancel it: \(log.events)")
                 }
                 ring.clear(log)
             }
@@ -62,8 +80,46 @@
         }
     }
 
+    extension ExploreScenario {
+        /// The smallest shape of `flatMap-cycle-vs-cancel`'s race, with no cycle: `f1` follows
+        /// `inner`, a promise's future that nothing else wants and nobody completes. T0 makes
+        /// `f0` follow `f1` (its cycle walk borrows `f1`'s upstream word, then `inner`'s) while
+        /// T1 cancels `f1`: the cancellation reaches `inner` wherever the walk is - `inner` ends
+        /// cancelled, its `onCancel` runs once - and `f0` completes cancelled.
+        static let flatMapWalkVsCancel = ExploreScenario("flatMap-walk-vs-cancel") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let inner = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            let innerFuture = inner.future
+            let f1 = second.future.flatMap { _ in innerFuture }
+            let f0 = first.future.flatMap { _ in f1 }
+            run.watch(innerFuture, "inner")
+            run.watch(f0, "f0")
+            run.watch(f1, "f1")
+            inner.onCancel { log.event("inner:onCancel") }
+            f0.whenComplete { log.event($0.isCancellation ? "f0:cancelled" : "f0:other") }
+            second.succeed(ExplorePayload(1))
+            run.threads = [
+                { first.succeed(ExplorePayload(0)) },
+                {
+                    f1.cancel()
+                    log.expect(innerFuture.peek()?.isCancellation == true, "cancel() returned, inner not cancelled")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("inner:onCancel") == 1, "inner's onCancel: \(log.events)")
+                log.expect(log.count("f0:cancelled") == 1, "f0: \(log.events)")
+                log.expect(f1.peek()?.isCancellation == true, "f1 was not cancelled")
+            }
+            return run
+        }
+    }
+
     /// The ring of the cycle scenarios: three promises, and three `flatMap` futures on them, each
-    /// following the next; a callback on each records how it completed. The steps' bodies hold
+    /// following the next; a callback on each (but those in `unobserved`) records how it
+    /// completed. The steps' bodies hold
     /// the ring (for the next future): `clear()`, in the scenario's check, breaks that cycle.
     ///
     /// - Note: `@unchecked Sendable`: `futures` is written while the scenario is built and
@@ -73,7 +129,7 @@
         let promises: [Promise<ExplorePayload>]
         var futures: [Future<ExplorePayload>] = []
 
-        init(variant: FutureVariant, run: ExploreRun) {
+        init(variant: FutureVariant, run: ExploreRun, unobserved: Set<Int> = []) {
             promises = (0..<3).map { _ in Promise<ExplorePayload>(variant: variant) }
             let log = run.log
             for index in 0..<3 {
@@ -83,6 +139,7 @@
                 run.watch(future, "f\(index)")
                 run.watch(promises[index].future, "promise\(index)")
                 promises[index].onCancel { log.event("promise\(index):onCancel") }
+                if unobserved.contains(index) { continue }
                 future.whenComplete { result in
                     if case .failure(let error) = result, error is FutureCycleError {
                         log.event("f\(index):cycle")

@@ -12,7 +12,7 @@
         /// This file's scenarios (see `all`).
         static let timers: [ExploreScenario] = [
             timerEntryFireVsCancel, timeoutFireVsCompletion, timeoutFireVsCompletionAndCancel,
-            manualClockTimeoutVsCompletionAndCancel,
+            manualClockTimeoutVsCompletionAndCancel, clockTimerFireVsCancel,
         ]
 
         /// A timer entry's deadline comes (T0 takes the leader's step) while two threads cancel
@@ -54,6 +54,47 @@
             let payload = ExplorePayload(7)
             captured.object = payload
             return _TimerEntry(after: .seconds(1)) { log.event("fired:\(payload.id)") }
+        }
+
+        /// A manual clock's timer (`_ClockTimer`) reaches its deadline - T0 advances the clock,
+        /// which fires it on T0 - while T1 cancels it: exactly one of them wins (the closure runs
+        /// once, or the cancel returns `true`), the closure is read under the timer's lock (after
+        /// whatever write it reads), a cancel that returns `true` has released the closure (and
+        /// what it captures) before it returns, and the clock keeps no callback.
+        static let clockTimerFireVsCancel = ExploreScenario("clock-timer-fire-vs-cancel") { _ in
+            let run = ExploreRun()
+            let log = run.log
+            let clock = ManualClock()
+            let captured = ExploreWeakBox()
+            let timer = makeClockTimer(clock: clock, log: log, captured: captured)
+            timer.start()
+            run.watch(timer, "timer")
+            run.watch(clock, "clock")
+            log.expect(clock.pendingCount == 1, "the started timer is not scheduled on the clock")
+            run.threads = [
+                { clock.advance(by: .seconds(1)) },
+                {
+                    guard timer.cancel() else { return }
+                    log.event("cancelled")
+                    log.expect(captured.object == nil, "the cancel returned with the closure still held")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("fired:8") + log.count("cancelled") == 1, "fired or cancelled: \(log.events)")
+                log.expect(clock.pendingCount == 0, "the clock still holds the timer's callback")
+                log.expect(captured.object == nil, "the timer still holds its closure")
+            }
+            return run
+        }
+
+        /// The timer of `clock-timer-fire-vs-cancel`, due one second from now: its closure holds
+        /// the only reference to a payload, which `captured` watches.
+        private static func makeClockTimer(
+            clock: ManualClock, log: ExploreLog, captured: ExploreWeakBox
+        ) -> _ClockTimer<ManualClock> {
+            let payload = ExplorePayload(8)
+            captured.object = payload
+            return _ClockTimer(clock: clock, after: .seconds(1)) { log.event("fired:\(payload.id)") }
         }
 
         /// A timeout's deadline comes on the timer thread (T0) while its source completes (T1):
