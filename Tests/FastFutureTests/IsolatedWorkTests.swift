@@ -153,4 +153,41 @@ struct IsolatedWorkTests {
             #expect(await cache.names == ["ada", "ada!"], "run \(run)")
         }
     }
+
+    /// For `runOnAnActorInsideABodyRunsTheReadyBodiesInRegistrationOrder`.
+    actor Ledger {
+        var entries: [String] = []
+
+        func register(_ first: Future<Int>, _ second: Future<Int>, _ third: Promise<Int>) {
+            first.whenComplete(on: self) { _ in
+                self.entries.append("first")
+                third.succeed(3)
+                IsolatedWork.run(on: self)
+                self.entries.append("first, after run(on:)")
+            }
+            second.whenComplete(on: self) { _ in self.entries.append("second") }
+            third.future.whenComplete(on: self) { _ in self.entries.append("third") }
+        }
+
+        /// Completes both on the actor: its drain cannot run before both are ready.
+        func complete(_ first: Promise<Int>, _ second: Promise<Int>) {
+            first.succeed(1)
+            second.succeed(2)
+        }
+
+        func settle() -> Int { IsolatedWork.run(on: self) }
+    }
+
+    /// The actor version of `runMainActorInsideABodyRunsTheReadyBodiesInRegistrationOrder`.
+    @Test(arguments: FutureVariant.allCases)
+    func runOnAnActorInsideABodyRunsTheReadyBodiesInRegistrationOrder(variant: FutureVariant) async {
+        let ledger = Ledger()
+        let first = Promise<Int>(variant: variant)
+        let second = Promise<Int>(variant: variant)
+        let third = Promise<Int>(variant: variant)
+        await ledger.register(first.future, second.future, third)
+        await ledger.complete(first, second)
+        _ = await ledger.settle()
+        #expect(await ledger.entries == ["first", "second", "third", "first, after run(on:)"])
+    }
 }
