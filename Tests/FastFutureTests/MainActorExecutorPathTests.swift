@@ -125,15 +125,41 @@ struct MainActorExecutorPathTests {
         ]
     }
 
-    /// Runs `value` through every main-actor registration kind, passed concretely and
-    /// generically, on sources complete before and after the registrations; checks that each
-    /// body ran once, in registration order, and each derived future has the value.
+    /// Runs work at once, inside `execute` (which the contract allows): zero-size, so a step on
+    /// it fits in a slot node, which hops with it - and a `flatMap` step re-arms that node and
+    /// pushes it on its inner future while the node's runner is still inside its fire function.
+    struct ImmediateExecutor: FutureExecutor {
+        func execute(_ work: @escaping @Sendable () -> Void) { work() }
+    }
+
+    /// `ImmediateExecutor` with three words of its own: a step on it is a `_Node`.
+    struct WideImmediateExecutor: FutureExecutor {
+        let words = (1, 2, 3)
+
+        func execute(_ work: @escaping @Sendable () -> Void) { work() }
+    }
+
+    /// How `checkEveryKind` registers.
+    enum Path: CaseIterable, Sendable {
+        /// `on: .mainActor`, the `@MainActor` overloads.
+        case mainActor
+        /// `.mainActor` as a generic `some FutureExecutor`.
+        case mainActorGeneric
+        /// `ImmediateExecutor`: hops in slot nodes.
+        case slotNodeHop
+        /// `WideImmediateExecutor`: hops in `_Node`s.
+        case nodeHop
+    }
+
+    /// Runs `value` through every registration kind along each of `paths`, on sources complete
+    /// before and after the registrations; checks that each body ran once, in registration
+    /// order, and each derived future has the value.
     static func checkEveryKind<V: Sendable>(
-        _ variant: FutureVariant, _ value: V, _ equal: @escaping @Sendable (V, V) -> Bool
+        _ variant: FutureVariant, _ paths: [Path], _ value: V, _ equal: @escaping @Sendable (V, V) -> Bool
     ) {
-        for generic in [false, true] {
+        for path in paths {
             for completeFirst in [false, true] {
-                let context = "\(V.self), generic \(generic), complete first \(completeFirst)"
+                let context = "\(V.self), \(path), complete first \(completeFirst)"
                 let success = Promise<V>(variant: variant)
                 let failure = Promise<V>(variant: variant)
                 let inner = Promise<V>(variant: variant)
@@ -142,21 +168,40 @@ struct MainActorExecutorPathTests {
                     failure.fail(TestFailure(3))
                 }
                 let log = LockedBox<[String]>([])
-                let derived =
-                    generic
-                    ? registerEveryKind(
-                        on: .mainActor, success: success.future, failure: failure.future, value: value,
-                        inner: inner.future, equal: equal, log: log)
-                    : registerEveryKindOnTheMainActor(
+                let derived: [Future<V>]
+                switch path {
+                case .mainActor:
+                    derived = registerEveryKindOnTheMainActor(
                         success: success.future, failure: failure.future, value: value, inner: inner.future,
                         equal: equal, log: log)
+                case .mainActorGeneric:
+                    derived = registerEveryKind(
+                        on: .mainActor, success: success.future, failure: failure.future, value: value,
+                        inner: inner.future, equal: equal, log: log)
+                case .slotNodeHop:
+                    derived = registerEveryKind(
+                        on: ImmediateExecutor(), success: success.future, failure: failure.future, value: value,
+                        inner: inner.future, equal: equal, log: log)
+                case .nodeHop:
+                    derived = registerEveryKind(
+                        on: WideImmediateExecutor(), success: success.future, failure: failure.future,
+                        value: value, inner: inner.future, equal: equal, log: log)
+                }
                 if !completeFirst {
                     success.succeed(value)
                     failure.fail(TestFailure(3))
                 }
-                #expect(log.snapshot.isEmpty, "\(context): nothing runs inside the registration or succeed")
-                IsolatedWork.runMainActor()
-                #expect(log.snapshot == ["whenComplete", "whenSuccess", "whenFailure", "always"], "\(context)")
+                if path == .mainActor || path == .mainActorGeneric {
+                    #expect(log.snapshot.isEmpty, "\(context): nothing runs inside the registration or succeed")
+                    IsolatedWork.runMainActor()
+                }
+                let expected = ["whenComplete", "whenSuccess", "whenFailure", "always"]
+                if path == .mainActor || path == .mainActorGeneric {
+                    #expect(log.snapshot == expected, "\(context): in registration order")
+                } else {
+                    // At once, each future's callbacks as it completes.
+                    #expect(log.snapshot.sorted() == expected.sorted(), "\(context)")
+                }
                 #expect(derived[2].peek() == nil && derived[4].peek() == nil, "\(context): waiting for inner")
                 inner.succeed(value)
                 for (index, future) in derived.enumerated() {
@@ -183,35 +228,41 @@ struct MainActorExecutorPathTests {
         "Values of 0 to 64 bytes, over-aligned values and existentials pass through every main-actor kind",
         arguments: FutureVariant.allCases)
     func valuesOfEverySizeThroughEveryMainActorKind(variant: FutureVariant) {
-        Self.checkEveryKind(variant, (), { _, _ in true })
-        Self.checkEveryKind(variant, Bytes<1>(seed: 1), ==)
-        Self.checkEveryKind(variant, Bytes<2>(seed: 2), ==)
-        Self.checkEveryKind(variant, Bytes<3>(seed: 3), ==)
-        Self.checkEveryKind(variant, Bytes<7>(seed: 4), ==)
-        Self.checkEveryKind(variant, Bytes<8>(seed: 5), ==)
-        Self.checkEveryKind(variant, Bytes<9>(seed: 6), ==)
-        Self.checkEveryKind(variant, Bytes<15>(seed: 7), ==)
-        Self.checkEveryKind(variant, Bytes<16>(seed: 8), ==)
-        Self.checkEveryKind(variant, Bytes<17>(seed: 9), ==)
-        Self.checkEveryKind(variant, Bytes<23>(seed: 10), ==)
-        Self.checkEveryKind(variant, Bytes<24>(seed: 11), ==)
-        Self.checkEveryKind(variant, Bytes<25>(seed: 12), ==)
-        Self.checkEveryKind(variant, Bytes<32>(seed: 13), ==)
-        Self.checkEveryKind(variant, Bytes<33>(seed: 14), ==)
-        Self.checkEveryKind(variant, Bytes<40>(seed: 15), ==)
-        Self.checkEveryKind(variant, Bytes<48>(seed: 16), ==)
-        Self.checkEveryKind(variant, Bytes<56>(seed: 17), ==)
-        Self.checkEveryKind(variant, Bytes<63>(seed: 18), ==)
-        Self.checkEveryKind(variant, Bytes<64>(seed: 19), ==)
-        Self.checkEveryKind(variant, SIMD2<Double>(1, 2), ==)
-        Self.checkEveryKind(variant, SIMD8<Double>(1, 2, 3, 4, 5, 6, 7, 8), ==)
-        Self.checkEveryKind(variant, 42 as any Sendable, { ($0 as? Int) == ($1 as? Int) })
+        Self.checkEveryValue(variant, paths: [.mainActor, .mainActorGeneric])
+    }
+
+    /// `checkEveryKind` for values of 0 to 64 bytes, over-aligned values and existentials.
+    static func checkEveryValue(_ variant: FutureVariant, paths: [Path]) {
+        Self.checkEveryKind(variant, paths, (), { _, _ in true })
+        Self.checkEveryKind(variant, paths, Bytes<1>(seed: 1), ==)
+        Self.checkEveryKind(variant, paths, Bytes<2>(seed: 2), ==)
+        Self.checkEveryKind(variant, paths, Bytes<3>(seed: 3), ==)
+        Self.checkEveryKind(variant, paths, Bytes<7>(seed: 4), ==)
+        Self.checkEveryKind(variant, paths, Bytes<8>(seed: 5), ==)
+        Self.checkEveryKind(variant, paths, Bytes<9>(seed: 6), ==)
+        Self.checkEveryKind(variant, paths, Bytes<15>(seed: 7), ==)
+        Self.checkEveryKind(variant, paths, Bytes<16>(seed: 8), ==)
+        Self.checkEveryKind(variant, paths, Bytes<17>(seed: 9), ==)
+        Self.checkEveryKind(variant, paths, Bytes<23>(seed: 10), ==)
+        Self.checkEveryKind(variant, paths, Bytes<24>(seed: 11), ==)
+        Self.checkEveryKind(variant, paths, Bytes<25>(seed: 12), ==)
+        Self.checkEveryKind(variant, paths, Bytes<32>(seed: 13), ==)
+        Self.checkEveryKind(variant, paths, Bytes<33>(seed: 14), ==)
+        Self.checkEveryKind(variant, paths, Bytes<40>(seed: 15), ==)
+        Self.checkEveryKind(variant, paths, Bytes<48>(seed: 16), ==)
+        Self.checkEveryKind(variant, paths, Bytes<56>(seed: 17), ==)
+        Self.checkEveryKind(variant, paths, Bytes<63>(seed: 18), ==)
+        Self.checkEveryKind(variant, paths, Bytes<64>(seed: 19), ==)
+        Self.checkEveryKind(variant, paths, SIMD2<Double>(1, 2), ==)
+        Self.checkEveryKind(variant, paths, SIMD8<Double>(1, 2, 3, 4, 5, 6, 7, 8), ==)
+        Self.checkEveryKind(variant, paths, 42 as any Sendable, { ($0 as? Int) == ($1 as? Int) })
         Self.checkEveryKind(
-            variant, Bytes<64>(seed: 20) as any Sendable, { ($0 as? Bytes<64>) == ($1 as? Bytes<64>) })
-        Self.checkEveryKind(variant, TestFailure(5) as any Error, { ($0 as? TestFailure) == ($1 as? TestFailure) })
+            variant, paths, Bytes<64>(seed: 20) as any Sendable, { ($0 as? Bytes<64>) == ($1 as? Bytes<64>) })
+        Self.checkEveryKind(
+            variant, paths, TestFailure(5) as any Error, { ($0 as? TestFailure) == ($1 as? TestFailure) })
         let object = Sentinel(6)
-        Self.checkEveryKind(variant, object as any AnyObject & Sendable, { $0 === $1 })
-        Self.checkEveryKind(variant, String?.none, ==)
-        Self.checkEveryKind(variant, "a string long enough to live on the heap, surely", ==)
+        Self.checkEveryKind(variant, paths, object as any AnyObject & Sendable, { $0 === $1 })
+        Self.checkEveryKind(variant, paths, String?.none, ==)
+        Self.checkEveryKind(variant, paths, "a string long enough to live on the heap, surely", ==)
     }
 }
