@@ -78,6 +78,40 @@ struct IsolatedWorkTests {
         #expect(model.log == ["shown"])
     }
 
+    /// Main-actor state for `runMainActorInsideABodyRunsTheReadyBodiesInRegistrationOrder`.
+    @MainActor
+    final class NestedLog {
+        var entries: [String] = []
+    }
+
+    /// A body that calls `runMainActor()` itself - a helper shared by production code and tests,
+    /// say - asks for every ready body to run, in registration order: those its own drain had
+    /// taken but not run yet (registered before) come first, then the ones that became ready
+    /// meanwhile.
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func runMainActorInsideABodyRunsTheReadyBodiesInRegistrationOrder(variant: FutureVariant) {
+        let first = Promise<Int>(variant: variant)
+        let second = Promise<Int>(variant: variant)
+        let third = Promise<Int>(variant: variant)
+        let log = NestedLog()
+        let nestedRan = LockedBox(0)
+        first.future.whenComplete(on: .mainActor) { _ in
+            log.entries.append("first")
+            third.succeed(3)
+            let ran = IsolatedWork.runMainActor()
+            nestedRan.withLock { $0 = ran }
+            log.entries.append("first, after runMainActor")
+        }
+        second.future.whenComplete(on: .mainActor) { _ in log.entries.append("second") }
+        third.future.whenComplete(on: .mainActor) { _ in log.entries.append("third") }
+        first.succeed(1)
+        second.succeed(2)
+        IsolatedWork.runMainActor()
+        #expect(log.entries == ["first", "second", "third", "first, after runMainActor"])
+        #expect(nestedRan.snapshot >= 2, "the nested call ran the second and third bodies")
+    }
+
     /// From a nonisolated test, for a future completed on another thread: await a future that
     /// `always(on: .mainActor)` returns - it completes after its body, and so after the bodies
     /// registered before it on the same future (the view model's `map`) - then run what those
@@ -118,5 +152,42 @@ struct IsolatedWorkTests {
             _ = await cache.settle()
             #expect(await cache.names == ["ada", "ada!"], "run \(run)")
         }
+    }
+
+    /// For `runOnAnActorInsideABodyRunsTheReadyBodiesInRegistrationOrder`.
+    actor Ledger {
+        var entries: [String] = []
+
+        func register(_ first: Future<Int>, _ second: Future<Int>, _ third: Promise<Int>) {
+            first.whenComplete(on: self) { _ in
+                self.entries.append("first")
+                third.succeed(3)
+                IsolatedWork.run(on: self)
+                self.entries.append("first, after run(on:)")
+            }
+            second.whenComplete(on: self) { _ in self.entries.append("second") }
+            third.future.whenComplete(on: self) { _ in self.entries.append("third") }
+        }
+
+        /// Completes both on the actor: its drain cannot run before both are ready.
+        func complete(_ first: Promise<Int>, _ second: Promise<Int>) {
+            first.succeed(1)
+            second.succeed(2)
+        }
+
+        func settle() -> Int { IsolatedWork.run(on: self) }
+    }
+
+    /// The actor version of `runMainActorInsideABodyRunsTheReadyBodiesInRegistrationOrder`.
+    @Test(arguments: FutureVariant.allCases)
+    func runOnAnActorInsideABodyRunsTheReadyBodiesInRegistrationOrder(variant: FutureVariant) async {
+        let ledger = Ledger()
+        let first = Promise<Int>(variant: variant)
+        let second = Promise<Int>(variant: variant)
+        let third = Promise<Int>(variant: variant)
+        await ledger.register(first.future, second.future, third)
+        await ledger.complete(first, second)
+        _ = await ledger.settle()
+        #expect(await ledger.entries == ["first", "second", "third", "first, after run(on:)"])
     }
 }

@@ -164,6 +164,14 @@ import Testing
         #expect(eventually { deinits.load() == 3 }, "every tracked value is released once all futures are gone")
     }
 
+    @Test(
+        "Values of 0 to 64 bytes, over-aligned values and existentials through every kind on executors that run work inside execute, kept in slot nodes and in _Nodes",
+        arguments: FutureVariant.allCases)
+    @MainActor
+    func valuesOfEverySizeThroughHopsThatRunAtOnce(variant: FutureVariant) {
+        MainActorExecutorPathTests.checkEveryValue(variant, paths: [.slotNodeHop, .nodeHop])
+    }
+
     // MARK: Dropped pending futures
 
     @Test(

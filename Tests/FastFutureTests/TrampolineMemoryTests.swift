@@ -77,4 +77,32 @@ import Testing
         #expect(room.queue <= _Trampoline.idleCapacity)
         #expect(room.steps <= _Trampoline.idleCapacity)
     }
+
+    @Test(
+        "A queue that a wait() inside a late callback ran empty gives its room back when the callback returns",
+        arguments: FutureVariant.allCases)
+    func queueRunByAWaitInsideACallbackShrinksWhenIdle(variant: FutureVariant) {
+        let burst = 100_000
+        let promises = (0..<burst).map { _ in Promise<Int>(variant: variant) }
+        let ran = LockedCounter()
+        for promise in promises { promise.future.whenComplete { _ in ran.increment() } }
+        // Completes once the last promise's callbacks, queued last, have run.
+        let last = promises[burst - 1].future.map { $0 }
+        let roomDuringBurst = LockedBox(0)
+        let waited = LockedBox<Int?>(nil)
+        // A late callback at top level: it runs at once, without a queue item, so no drain of
+        // the queue follows it. Inside it each completion queues its callbacks, and the wait runs
+        // them all: the queue is empty again, but grew to hold the burst.
+        Future.succeeded(0, variant: variant).whenComplete { _ in
+            for promise in promises { promise.succeed(1) }
+            roomDuringBurst.withLock { $0 = _Trampoline.current.capacities.queue }
+            let value = try? last.wait()
+            waited.withLock { $0 = value }
+        }
+
+        #expect(waited.snapshot == 1)
+        #expect(ran.value == burst)
+        #expect(roomDuringBurst.snapshot >= burst)
+        #expect(_Trampoline.current.capacities.queue <= _Trampoline.idleCapacity)
+    }
 }

@@ -1,5 +1,5 @@
 import Dispatch
-import FastFuture
+@testable import FastFuture
 import Testing
 
 /// The trampoline: work triggered from inside a running inline callback (completing another
@@ -151,4 +151,83 @@ import Testing
         outer.succeed(0)
         #expect(otherThreadDone.value == 1)
     }
+
+    @Test(
+        "Work queued behind running callbacks runs FIFO while the queue wraps around and grows, burst after burst",
+        arguments: FutureVariant.allCases)
+    func queuedWorkKeepsItsOrderAcrossWrapAroundAndGrowth(variant: FutureVariant) {
+        // A binary tree of promises: node n's callback logs n and completes its children 2n+1 and
+        // 2n+2, whose callbacks are queued. FIFO is breadth-first: 0, 1, 2, ... Each item taken
+        // from the queue queues two, so the queue grows while its head is mid-buffer and its
+        // items wrap past the buffer's end. Twice: the second burst starts from the room the
+        // first one gave back.
+        let count = (1 << 17) - 1
+        for burst in 0..<2 {
+            let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
+            let log = LockedBox<[Int]>([])
+            log.withLock { $0.reserveCapacity(count) }
+            for node in 0..<count {
+                promises[node].future.whenSuccess { _ in
+                    log.append(node)
+                    let left = 2 * node + 1
+                    if left + 1 < count {
+                        promises[left].succeed(left)
+                        promises[left + 1].succeed(left + 1)
+                    }
+                }
+            }
+            promises[0].succeed(0)
+            let ran = log.snapshot
+            #expect(ran.count == count, "burst \(burst)")
+            let outOfOrder = ran.indices.first { ran[$0] != $0 }
+            #expect(outOfOrder == nil, "burst \(burst): first out of order at \(outOfOrder ?? -1)")
+        }
+    }
+
+    @Test(
+        "The callbacks of futures a race cancels go behind the work queued before, in order, while the queue wraps and grows",
+        arguments: FutureVariant.allCases)
+    func cancelledLosersCallbacksQueueBehindEarlierWork(variant: FutureVariant) throws {
+        let earlier = 3_000
+        let losers = 5_000
+        let before = (0..<earlier).map { _ in Promise<Int>(variant: variant) }
+        let inputs = (0...losers).map { _ in Promise<Int>(variant: variant) }
+        let log = LockedBox<[Int]>([])
+        for index in 0..<earlier { before[index].future.whenComplete { _ in log.append(index) } }
+        let race = Future.race(inputs.map(\.future))
+        // Observers, which do not keep the losers from being cancelled (a callback would): they
+        // run on the cancellation, as callbacks do.
+        for loser in 1...losers { inputs[loser].future._register(LoggingObserver(log: log, tag: earlier + loser - 1)) }
+        let trigger = Promise<Int>(variant: variant)
+        trigger.future.whenComplete { _ in
+            // Queued: half the earlier callbacks, the winner's (which decides the race when it
+            // runs), the other half. The race decides with 1,499 items left in a 4,096-item queue,
+            // its head past the middle: the losers' 5,000 callback lists, moved to that queue
+            // while their cancellations run as urgent work, wrap past its end and grow it.
+            for index in 0..<earlier / 2 { before[index].succeed(index) }
+            inputs[0].succeed(-1)
+            for index in earlier / 2..<earlier { before[index].succeed(index) }
+        }
+        trigger.succeed(0)
+        #expect(try race.peek()?.get() == -1)
+        let ran = log.snapshot
+        #expect(ran.count == earlier + losers)
+        let outOfOrder = ran.indices.first { ran[$0] != $0 }
+        #expect(outOfOrder == nil, "first out of order at \(outOfOrder ?? -1): \(ran[(outOfOrder ?? 0)...].prefix(5))")
+    }
+}
+
+/// A registration that wants nothing (`_Interest.observer`, like the library's own watchers) and
+/// logs `tag` when it runs: a forwarded cancellation does not spare its future for it, and it
+/// runs as a callback does.
+private struct LoggingObserver: _Registration {
+    typealias Source = Int
+    let log: LockedBox<[Int]>
+    let tag: Int
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.observer }
+
+    func run(with result: Result<Int, any Error>, node: _CallbackNode?) { log.append(tag) }
 }

@@ -122,6 +122,17 @@ import Testing
         }
     }
 
+    /// `RunsWorkTwice` with three words of its own: a step on it is kept in a `_Node`, not in a
+    /// slot node.
+    struct WideRunsWorkTwice: FutureExecutor {
+        let words = (1, 2, 3)
+
+        func execute(_ work: @escaping @Sendable () -> Void) {
+            work()
+            work()
+        }
+    }
+
     /// A registration that hops to its executor.
     enum Hop: CaseIterable, Codable, Sendable {
         /// `whenComplete(on:)`: a second run would call the callback again.
@@ -131,6 +142,8 @@ import Testing
         /// `flatMap(on:)` returning a pending future: the step reuses its node to follow it, so a
         /// second run would push that node on the inner future again.
         case flatMapFollowingAPendingFuture
+        /// The same on `WideRunsWorkTwice`: the step's `_Node`, re-armed, would be pushed twice.
+        case flatMapOnAWideExecutorFollowingAPendingFuture
     }
 
     /// `scripts/test` runs this suite in a release build too: the check is not an assertion.
@@ -160,11 +173,17 @@ import Testing
                     precondition(runs.increment() == 1, "the flatMap body ran twice")
                     return inner.future
                 }
+            case .flatMapOnAWideExecutorFollowingAPendingFuture:
+                _ = source.future.flatMap(on: TrapTests.WideRunsWorkTwice()) { _ in
+                    precondition(runs.increment() == 1, "the flatMap body ran twice")
+                    return inner.future
+                }
             }
             source.succeed(1)
         }
         let stderr = String(decoding: exit?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(stderr.contains("the executor RunsWorkTwice ran a work item twice"), "\(hop): \(stderr)")
+        let executor = hop == .flatMapOnAWideExecutorFollowingAPendingFuture ? "WideRunsWorkTwice" : "RunsWorkTwice"
+        #expect(stderr.contains("the executor \(executor) ran a work item twice"), "\(hop): \(stderr)")
         #expect(!stderr.contains("ran twice"), "\(hop): \(stderr)")
     }
 

@@ -36,8 +36,11 @@ public struct MainActorExecutor: FutureExecutor {
     @inlinable
     public init() {}
 
-    /// Submits `work` to the main actor (the main dispatch queue), to run after this call returns:
-    /// after the main-actor bodies that are ready to run now, before those that become ready later.
+    /// Submits `work` to the main actor (the main dispatch queue), to run after this call returns.
+    /// It takes its place in the registration order now, as a body registered now on a complete
+    /// future would: after the main-actor bodies that are ready now, before every body registered
+    /// after this call - and after a body registered before it whose future completes before the
+    /// main actor runs either.
     ///
     /// - Parameter work: The work to run on the main actor.
     public func execute(_ work: @escaping @Sendable () -> Void) {

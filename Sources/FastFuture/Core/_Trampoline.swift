@@ -269,8 +269,22 @@ extension _Trampoline {
     /// queued here, has run). Nested, so bounded by how deeply `wait()`s nest, not by chains.
     /// Inside urgent work: the urgent queue, then the deliveries waiting for it, then the normal
     /// queue set aside.
+    ///
+    /// A wait that ran the normal queue empty gives back the room a burst grew it to, as a drain
+    /// does (see the type's comment, "Memory"): the callback it waits in may have been entered
+    /// without a queue item (`enterIfIdle`), whose `leave()` finds the queue empty and drains
+    /// nothing.
     @usableFromInline
     func runQueued(until isDone: () -> Bool) {
+        runQueuedWork(until: isDone)
+        if !isUrgent, queue.count == 0, queue.capacity > Self.idleCapacity {
+            queue.head = 0
+            queue.shrinkEmpty(to: Self.idleCapacity)
+        }
+    }
+
+    /// `runQueued`'s loop.
+    private func runQueuedWork(until isDone: () -> Bool) {
         while !isDone() {
             if queue.count > 0 {
                 let work = queue.removeFirst()

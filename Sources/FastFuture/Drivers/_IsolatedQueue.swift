@@ -49,11 +49,17 @@ import Dispatch
 /// complete future, say) schedule a drain of their own, so other work on the domain gets a turn
 /// between passes instead of waiting for a body that keeps re-registering itself.
 ///
+/// Nested: a body that drains its own domain (`drainUntilIdle`, `IsolatedWork`'s call) runs the
+/// bodies its drain took and has not run yet with the ones that became ready since, by number -
+/// those registered earlier first - and the outer drain then skips the bodies that ran.
+///
 /// - Note: `@unchecked Sendable`: `pending`, `ready`, `nextNumber`, `drainScheduled`,
 ///   `keptForDrain` and the statistics are read and written only under `lock`, and so is a group
 ///   while it is in `pending` or `ready`; a drain that took a group out of `ready` is the only one
-///   to touch it after (see `_IsolatedGroup`). Bodies run, and are released, outside the lock, on
-///   the domain (or, abandoned, where their future goes away), so user code never runs under it.
+///   to touch it after (see `_IsolatedGroup`), it and the drains nested in its bodies, all on the
+///   domain, one at a time. `inFlight` is read and written only by drains, on the domain. Bodies
+///   run, and are released, outside the lock, on the domain (or, abandoned, where their future
+///   goes away), so user code never runs under it.
 internal final class _IsolatedQueue: @unchecked Sendable {
     private let lock = _DriverLock()
     /// The groups whose future the queue has not seen complete yet, by future identity. A group
@@ -77,6 +83,9 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// Counts for tests: bodies the drains handled (ran), drains that ran.
     private var bodiesDrained = 0
     private var drains = 0
+    /// The groups that the drains running now took, outermost first (on the domain only): what a
+    /// drain nested in a body finds not run yet (see the type's comment, "Nested").
+    private var inFlight: [any _IsolatedReady] = []
 
     init(submitDrain: (@Sendable () -> Void)? = nil) { self.submitDrain = submitDrain }
 
@@ -93,7 +102,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         let queue = _IsolatedQueue()
         queue.submitDrain = {
             DispatchQueue.main.async {
-                MainActor.assumeIsolated { _IsolatedQueue.mainActor.drain() }
+                MainActor.assumeIsolated { _ = _IsolatedQueue.mainActor.drain() }
             }
         }
         return queue
@@ -236,9 +245,13 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     ///
     /// One critical section takes the whole of `ready` - a consistent cut - and the bodies run
     /// merged by number, so none runs before an earlier one whose group was ready by then. The
-    /// work is proportional to the bodies taken: pending groups are never looked at.
-    func drain() {
-        let (batch, kept) = lock.withLock { () -> ([any _IsolatedReady], _IsolatedQueue?) in
+    /// work is proportional to the bodies taken: pending groups are never looked at. Nested in a
+    /// body of another drain, it runs that drain's bodies not run yet too, merged with its own.
+    ///
+    /// - Returns: The number of bodies run.
+    @discardableResult
+    func drain() -> Int {
+        let (taken, kept) = lock.withLock { () -> ([any _IsolatedReady], _IsolatedQueue?) in
             drainScheduled = false
             defer {
                 keptForDrain = nil
@@ -250,19 +263,29 @@ internal final class _IsolatedQueue: @unchecked Sendable {
             return (taken, keptForDrain)
         }
         withExtendedLifetime(kept) {}  // the queue stays alive until its batch is taken
-        if batch.count == 1 {
-            batch[0].runAll()
-            return
+        let outer = inFlight
+        if outer.isEmpty, taken.count == 1 {
+            inFlight = taken
+            let ran = taken[0].runAll()
+            inFlight = []
+            return ran
         }
-        // Several groups: merge their bodies (each group's are in order) by number.
+        // Several groups, or nested: merge their bodies (each group's are in order) by number.
+        // The outer drains' groups keep their bodies that ran as `nil`: skipped here, and their
+        // drains clear them.
+        let batch = outer + taken
+        inFlight = batch
         var order: [(number: UInt64, group: Int, index: Int)] = []
         order.reserveCapacity(batch.reduce(0) { $0 + $1.count })
         for (group, ready) in batch.enumerated() {
             for index in 0..<ready.count { order.append((ready.number(at: index), group, index)) }
         }
         order.sort { $0.number < $1.number }
-        for item in order { batch[item.group].run(at: item.index) }
-        for group in batch { group.clear() }
+        var ran = 0
+        for item in order where batch[item.group].run(at: item.index) { ran += 1 }
+        for group in taken { group.clear() }
+        inFlight = outer
+        return ran
     }
 
     /// Runs every body that is ready, now, on the domain - and those that they make ready - until
@@ -271,13 +294,10 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     ///
     /// - Returns: The number of bodies run.
     func drainUntilIdle() -> Int {
-        var ran = 0
-        while true {
-            let count = readyBodies
-            if count == 0 { return ran }
-            ran += count
-            drain()
-        }
+        // Called by a body: the bodies its drain took and has not run yet are ready too.
+        var ran = inFlight.isEmpty ? 0 : drain()
+        while readyBodies > 0 { ran += drain() }
+        return ran
     }
 
     /// The bodies that are ready (their future is complete) and wait for a drain.
@@ -298,10 +318,13 @@ internal protocol _IsolatedReady: AnyObject, Sendable {
     var count: Int { get }
     /// The registration number of the body at `index` (ascending with `index`).
     func number(at index: Int) -> UInt64
-    /// Runs the body at `index` with the result, and releases it.
-    func run(at index: Int)
+    /// Runs the body at `index` with the result, and releases it; `false` if it ran already.
+    @discardableResult
+    func run(at index: Int) -> Bool
     /// Runs every body in order, releasing each, then releases the result.
-    func runAll()
+    ///
+    /// - Returns: The number of bodies run (a nested drain may have run some).
+    func runAll() -> Int
     /// Releases the result (after the bodies ran).
     func clear()
 }
@@ -363,7 +386,8 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
         index == 0 ? firstNumber : bodies.more[index - 1].number
     }
 
-    func run(at index: Int) {
+    @discardableResult
+    func run(at index: Int) -> Bool {
         let body: Body?
         if index == 0 {
             body = bodies.first
@@ -372,13 +396,16 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
             body = bodies.more[index - 1].body
             bodies.more[index - 1].body = nil
         }
-        guard let body, let result else { return }
+        guard let body, let result else { return false }
         body(result)
+        return true
     }
 
-    func runAll() {
-        for index in 0..<count { run(at: index) }
+    func runAll() -> Int {
+        var ran = 0
+        for index in 0..<count where run(at: index) { ran += 1 }
         clear()
+        return ran
     }
 
     func clear() {
@@ -513,8 +540,9 @@ private struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registratio
 }
 
 extension _IsolatedQueue {
-    /// Runs `work` on the domain, numbered now: after the bodies that are ready now, before those
-    /// that become ready later (`MainActorExecutor.execute`: work that is ready when submitted).
+    /// Runs `work` on the domain, numbered now, as a body registered now on a complete future:
+    /// after the bodies that are ready now, before those registered later
+    /// (`MainActorExecutor.execute`: work that is ready when submitted).
     ///
     /// - Parameter work: Runs on the domain, once.
     func submit(_ work: @escaping @Sendable () -> Void) {
