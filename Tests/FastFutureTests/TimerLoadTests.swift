@@ -1,5 +1,5 @@
 import Dispatch
-import FastFuture
+@testable import FastFuture
 import Foundation
 import Testing
 
@@ -69,5 +69,36 @@ struct TimerLoadTests {
         #expect(throws: FutureTimeoutError.self) { try timed.wait(timeout: .seconds(20)) }
         let elapsed = ContinuousClock.now - start
         #expect(elapsed < Self.bound, "a 100 ms timeout took \(elapsed) behind a blocked callback")
+    }
+
+    // MARK: Waking the leader
+
+    @Test("A loop of timers that are each cancelled before their deadline wakes the timer thread once, not once per timer")
+    func cancelledEarliestTimersDoNotWakeTheLeaderEachTime() {
+        // Each new timer is the earliest of a heap its cancelled predecessor left empty, and due
+        // after the deadline the leader already waits for: nothing to wake it for. (Other suites'
+        // timers may wake it meanwhile, and it may then wait with an empty heap: a few wakes.)
+        let rounds = 1_000
+        var woken = 0
+        for round in 0..<rounds {
+            let entry = _TimerEntry(after: .seconds(60) + .milliseconds(round)) {}
+            if _TimerThreads.shared.schedule(entry) { woken += 1 }
+            #expect(entry.cancel())
+        }
+        #expect(woken < rounds / 10, "\(woken) of \(rounds) timers woke the leader")
+    }
+
+    @Test("A timer due before the deadline the leader waits for wakes it: it fires on time", arguments: FutureVariant.allCases)
+    func anEarlierTimerWakesTheLeaderWaitingForALaterOne(variant: FutureVariant) throws {
+        let late = Promise<Int>(variant: variant)
+        let lateTimed = late.future.timeout(after: .seconds(3_600))
+        defer { late.succeed(0) }
+        let soon = Promise<Int>(variant: variant)
+        let start = ContinuousClock.now
+        let timed = soon.future.timeout(after: .milliseconds(100))
+        #expect(throws: FutureTimeoutError.self) { try timed.wait(timeout: .seconds(20)) }
+        #expect(timed.isComplete, "the 100 ms timeout did not fire within 20 s")
+        #expect(ContinuousClock.now - start < Self.bound)
+        #expect(!lateTimed.isComplete)
     }
 }

@@ -57,6 +57,13 @@ internal final class _TimerThreads: @unchecked Sendable {
     private var idleCount = 0
     /// Whether some thread is the leader (waiting for deadlines, or about to).
     private var hasLeader = false
+    /// When the leader's current wait ends (monotonic nanoseconds): `UInt64.max` while it waits
+    /// for any entry, 0 while it is not waiting (it looks at the heap before it waits again).
+    /// A new entry wakes the leader only if it is due before that: a cancelled earliest entry
+    /// leaves the leader's wait as it was (it wakes at that deadline, finds the heap changed and
+    /// waits again), so a loop of timeouts that are each met and cancelled - every new one the
+    /// earliest of an empty heap - wakes the leader once per deadline, not once per timeout.
+    private var leaderWaitsUntil: UInt64 = 0
     /// Threads started that have not reached `threadMain`'s loop yet.
     private var startingCount = 0
 
@@ -134,36 +141,41 @@ internal final class _TimerThreads: @unchecked Sendable {
 
     // MARK: Scheduling
 
-    /// Adds `entry` (not in the heap, not cancelled); the caller holds
-    /// the mutex. Returns whether a thread must be started (after unlocking).
-    private func insertLocked(_ entry: _TimerEntry) -> Bool {
+    /// Adds `entry` (not in the heap, not cancelled); the caller holds the mutex. Returns
+    /// whether a thread must be started (after unlocking), and whether the leader was woken.
+    private func insertLocked(_ entry: _TimerEntry) -> (mustStart: Bool, wokeTheLeader: Bool) {
         entry.heapIndex = heap.count
         heap.append(entry)
         siftUp(heap.count - 1)
-        if entry.heapIndex == 0, hasLeader {
-            // A new earliest deadline: the leader's wait is too long now.
+        var woke = false
+        if entry.heapIndex == 0, hasLeader, entry.deadline < leaderWaitsUntil {
+            // A new earliest deadline, before the leader's wait ends: that wait is too long now.
             pthread_cond_signal(leaderCondition)
+            woke = true
         }
         #if FF_EXPLORE
-            return false  // no threads: scenario threads take the leader's step (`fireEarliest`)
+            return (false, woke)  // no threads: scenario threads take the leader's step (`fireEarliest`)
         #else
-            guard threadCount == 0 else { return false }
+            guard threadCount == 0 else { return (false, woke) }
             threadCount = 1
             startingCount = 1
-            return true
+            return (true, woke)
         #endif
     }
 
-    /// Arms `entry` at its deadline, unless it was cancelled first.
-    func schedule(_ entry: _TimerEntry) {
+    /// Arms `entry` at its deadline, unless it was cancelled first. Returns whether it woke the
+    /// timer threads' leader (its deadline comes before the one the leader waits for).
+    @discardableResult
+    func schedule(_ entry: _TimerEntry) -> Bool {
         lock()
         guard entry.fire != nil, entry.heapIndex < 0 else {
             unlock()
-            return
+            return false
         }
-        let mustStart = insertLocked(entry)
+        let (mustStart, wokeTheLeader) = insertLocked(entry)
         unlock()
         if mustStart { startThread() }
+        return wokeTheLeader
     }
 
     /// Cancels `entry`: takes its closure and removes it from the heap. Returns whether this
@@ -337,11 +349,15 @@ internal final class _TimerThreads: @unchecked Sendable {
     private func lead() -> @Sendable () -> Void {
         while true {
             guard let first = heap.first else {
+                leaderWaitsUntil = .max
                 pthread_cond_wait(leaderCondition, mutex)
+                leaderWaitsUntil = 0
                 continue
             }
             if first.deadline > Self.now() {
+                leaderWaitsUntil = first.deadline
                 _ = wait(leaderCondition, until: first.deadline)
+                leaderWaitsUntil = 0
                 continue
             }
             if let fire = takeEarliestLocked() { return fire }
