@@ -73,7 +73,9 @@ struct TimerLoadTests {
 
     // MARK: Waking the leader
 
-    @Test("A loop of timers that are each cancelled before their deadline wakes the timer thread once, not once per timer")
+    @Test(
+        "A loop of timers that are each cancelled before their deadline wakes the timer thread once, not once per timer"
+    )
     func cancelledEarliestTimersDoNotWakeTheLeaderEachTime() {
         // Each new timer is the earliest of a heap its cancelled predecessor left empty, and due
         // after the deadline the leader already waits for: nothing to wake it for. (Other suites'
@@ -88,7 +90,9 @@ struct TimerLoadTests {
         #expect(woken < rounds / 10, "\(woken) of \(rounds) timers woke the leader")
     }
 
-    @Test("A timer due before the deadline the leader waits for wakes it: it fires on time", arguments: FutureVariant.allCases)
+    @Test(
+        "A timer due before the deadline the leader waits for wakes it: it fires on time",
+        arguments: FutureVariant.allCases)
     func anEarlierTimerWakesTheLeaderWaitingForALaterOne(variant: FutureVariant) throws {
         let late = Promise<Int>(variant: variant)
         let lateTimed = late.future.timeout(after: .seconds(3_600))
