@@ -136,6 +136,7 @@
         /// scenarios declares its own list, added here).
         static let all: [ExploreScenario] =
             core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers + cycles + waiting + urgent
+            + sharedUnlink
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [
