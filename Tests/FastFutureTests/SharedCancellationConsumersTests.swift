@@ -283,16 +283,10 @@ struct SharedCancellationConsumersTests {
             screen.cancel()
         }
         #expect(!promise.isCancelled)
-        // What is wrong: every cancelled consumer's step stays on the pending source's callback
-        // stack - its derived future, its body and what the body captures (here a view model) -
-        // until the source completes. A source that lives long (a long poll, a cache entry that
-        // is never filled) grows by one node per consumer that gave up, without bound. Suggested
-        // fix: let a withdrawal that is refused (`.wanted`) unlink the withdrawing consumer's own
-        // node (it is found by the scan already), or at least drop the body of a step whose
-        // derived future was cancelled (the node stays, its payload goes).
-        withKnownIssue("a cancelled consumer's step and its captures stay on a wanted source until it completes") {
-            #expect(deaths.load() == screens)
-        }
+        // Each withdrawal unlinked the step of the consumer that gave up (and the ones before it):
+        // its derived future, its body and what the body captures (here a view model) are gone
+        // while the source stays pending.
+        #expect(deaths.load() == screens)
         promise.succeed(1)
         #expect(deaths.load() == screens)
     }
@@ -313,11 +307,143 @@ struct SharedCancellationConsumersTests {
             #expect(timedOut.peek()?.failureValue is FutureTimeoutError)
         }
         #expect(!promise.isCancelled)
-        withKnownIssue("a timed-out consumer's step stays on a wanted source until it completes") {
-            #expect(deaths.load() == screens)
-        }
+        #expect(deaths.load() == screens)
         promise.succeed(1)
         #expect(deaths.load() == screens)
+    }
+
+    /// A hundred consumers give up one by one on a source that the cache's callback keeps
+    /// wanted: after each withdrawal the source's stack holds that callback alone, so the next
+    /// withdrawal scans one node - N withdrawals scan O(N) nodes in all, not O(N²).
+    @Test(arguments: FutureVariant.allCases)
+    func eachWithdrawalLeavesAWantedSourceOnlyTheRegistrationsThatStillWantIt(variant: FutureVariant) {
+        let promise = Promise<Int>(variant: variant)
+        let cacheRuns = AtomicCount()
+        promise.future.whenSuccess { _ in cacheRuns.increment() }
+        #expect(promise.future._callbackNodeCount() == 1)
+        for screen in 0..<100 {
+            let mapped = promise.future.map { $0 + screen }
+            let combined = Future<Int>.race([promise.future, Promise<Int>(variant: variant).future])
+            #expect(promise.future._callbackNodeCount() == 3)
+            mapped.cancel()
+            combined.cancel()
+            #expect(promise.future._callbackNodeCount() == 1, "screen \(screen): a given-up registration stayed")
+        }
+        #expect(!promise.isCancelled)
+        promise.succeed(1)
+        #expect(cacheRuns.load() == 1)
+    }
+
+    /// Consumers that gave up are unlinked from between callbacks that still want the source:
+    /// the callbacks run once each, in registration order, and the unlinked steps never run.
+    @Test(arguments: FutureVariant.allCases)
+    func unlinkingGivenUpStepsKeepsTheOtherCallbacksInOrder(variant: FutureVariant) {
+        let promise = Promise<Int>(variant: variant)
+        let order = LockedBox<[Int]>([])
+        let stepRuns = AtomicCount()
+        let deaths = AtomicCount()
+        promise.future.whenSuccess { _ in order.withLock { $0.append(0) } }  // the embedded node
+        promise.future.whenSuccess { _ in order.withLock { $0.append(1) } }
+        let steps = (0..<3).map { _ in
+            let captured = DeinitCounted(deaths)
+            return promise.future.map { value -> Int in
+                captured.touch()
+                stepRuns.increment()
+                return value
+            }
+        }
+        // The first two are under a step that still wants the source: the scan stops there.
+        steps[0].cancel()
+        steps[1].cancel()
+        #expect(deaths.load() == 0)
+        // The last (the head) and the two below it go; the callback below them stays.
+        steps[2].cancel()
+        #expect(deaths.load() == 3)
+        #expect(promise.future._callbackNodeCount() == 2)
+        promise.future.whenSuccess { _ in order.withLock { $0.append(2) } }
+        #expect(!promise.isCancelled)
+        promise.succeed(1)
+        #expect(order.snapshot == [0, 1, 2])
+        #expect(stepRuns.load() == 0)
+        for step in steps { #expect(step.peek()?.failureValue is CancellationError) }
+    }
+
+    /// An `always` whose future was cancelled still runs its body on the source's result, so a
+    /// withdrawal leaves it on the stack (unlike a `map`); a `timeout`'s watch stays too.
+    @Test(arguments: FutureVariant.allCases)
+    func aCancelledAlwaysStepStaysOnAWantedSourceAndRunsOnce(variant: FutureVariant) {
+        let promise = Promise<Int>(variant: variant)
+        promise.future.whenSuccess { _ in }
+        let alwaysRuns = LockedBox<[Int]>([])
+        let finalizer = promise.future.always { result in
+            alwaysRuns.withLock { $0.append((try? result.get()) ?? -1) }
+        }
+        let timed = promise.future.timeout(after: .seconds(3600))
+        finalizer.cancel()
+        timed.cancel()
+        promise.future.map { $0 }.cancel()
+        #expect(!promise.isCancelled)
+        #expect(promise.future._callbackNodeCount() == 3, "the always step or the timeout's watch was unlinked")
+        promise.succeed(5)
+        #expect(alwaysRuns.snapshot == [5])
+        #expect(finalizer.peek()?.failureValue is CancellationError)
+        #expect(timed.peek()?.failureValue is CancellationError)
+    }
+
+    /// Withdrawals that unlink given-up consumers race a registration on the same source: every
+    /// callback runs once, every given-up consumer's captures are released exactly once (by the
+    /// withdrawal that unlinked it or by the completion), and the source is never cancelled.
+    @Test(arguments: FutureVariant.allCases)
+    func withdrawalsUnlinkingRaceARegistration(variant: FutureVariant) {
+        let rounds = max(1, Stress.rounds / 2)
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
+        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
+        let deaths = AtomicCount()
+        for index in 0..<rounds { promises[index].future.whenSuccess { _ in cacheRuns[index].increment() } }
+        let pairs = (0..<rounds).map { index in
+            (0..<2).map { _ in
+                let captured = DeinitCounted(deaths)
+                return promises[index].future.map { value -> Int in
+                    captured.touch()
+                    return value
+                }
+            }
+        }
+        let late = LockedBox<[Future<Int>?]>(Array(repeating: nil, count: rounds))
+        _ = TestThreads.race(3, over: rounds) { thread, index in
+            if thread < 2 {
+                pairs[index][thread].cancel()
+            } else {
+                promises[index].future.whenSuccess { _ in lateRuns[index].increment() }
+                let mapped = promises[index].future.map { $0 + 1 }
+                late.withLock { $0[index] = mapped }
+            }
+        }
+        for index in 0..<rounds {
+            #expect(!promises[index].isCancelled, "round \(index): a wanted source was cancelled")
+            promises[index].succeed(index)
+            #expect(cacheRuns[index].load() == 1)
+            #expect(
+                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+            #expect((try? late.snapshot[index]?.peek()?.get()) == index + 1)
+        }
+        withExtendedLifetime(pairs) {}
+        #expect(deaths.load() == 2 * rounds)
+    }
+}
+
+extension Future {
+    /// How many nodes the pending future's callback stack holds (the embedded node included).
+    /// For a single-threaded test only: nothing else may touch the future meanwhile.
+    func _callbackNodeCount() -> Int {
+        var count = 0
+        var current = UnsafeMutableRawPointer(bitPattern: _loadState() & _State.pointerMask)
+        while let raw = current {
+            count += 1
+            current = _CallbackNode._nextField(raw).pointee
+        }
+        return count
     }
 }
 

@@ -29,9 +29,10 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
     @inlinable
     static var _embeddable: Bool { Executor.self == InlineExecutor.self && Body._embeddable }
 
-    /// Wants the source's result while `derived` (its first stored property) is unclaimed.
+    /// Wants the source's result while `derived` (its first stored property) is unclaimed. An
+    /// `always` step's body runs even then: a withdrawal must not unlink it.
     @inlinable
-    static var _interest: UInt8 { _Interest.derived }
+    static var _interest: UInt8 { Body._runsWhenCancelled ? _Interest.derivedRunning : _Interest.derived }
 
     @inlinable
     func run(with result: Result<Body.Input, any Error>, node: _CallbackNode?) {

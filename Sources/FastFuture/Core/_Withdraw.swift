@@ -30,8 +30,15 @@ import AtomicsShim
 /// - `derived`: the future at the registration's offset 0 (a `map`/`flatMap`/... step's derived
 ///   future - a main-actor or actor step's through its `_DerivedInterest` -, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
 ///   been claimed: once it is cancelled (or completed) nobody waits through this registration;
+/// - `derivedRunning`: as `derived`, for a registration that runs code even once that future is
+///   claimed (`always`, a timeout's watch, a retry's, a bounded `all`'s input);
 /// - `combinator`: the `_Aggregator` at the registration's offset 0 (an `all`/`allSettled`/
 ///   `first`/`race` input) has not been decided: its token (`_taken`) is still `untaken`.
+///
+/// A `derived` or `combinator` registration that no longer wants the result never will again,
+/// and running it would do nothing: a withdrawal that passes its node unlinks and releases it
+/// (`_FutureCore.hasGivenUp`), so a source kept wanted by others does not keep the consumers
+/// that gave up on it.
 ///
 /// A waiter (`wait()`, `await value`) wants the result from when it takes its slot in the
 /// waiter list until it leaves it - when it gives up (a timed-out `wait(timeout:)`, a cancelled
@@ -44,6 +51,10 @@ internal enum _Interest {
     @usableFromInline static let combinator: UInt8 = 3
     @usableFromInline static let observer: UInt8 = 4
     @usableFromInline static let flagged: UInt8 = 5
+    /// As `derived`, for a registration that still runs code once its future is claimed (an
+    /// `always` step's body, a timeout's timer cancellation, a retry's or a bounded `all`'s
+    /// driver): it wants the result as `derived` does, but a withdrawal never unlinks it.
+    @usableFromInline static let derivedRunning: UInt8 = 6
 }
 
 /// How a forwarded cancellation (`_FutureCore.withdraw`) ended.
@@ -87,12 +98,25 @@ extension _FutureCore {
     /// A waiter is not on the stack: one that takes its slot while the scan runs, unseen, is
     /// woken by the cancellation that follows (the waiter list's Dekker pair with `publish`).
     ///
+    /// - unlinks what gave up: a node the scan passes whose registration wants nothing and
+    ///   never will again (`givenUp`: its future claimed, its aggregator decided - monotonic)
+    ///   is taken out of the stack, its predecessor's link pointed past it. Only links below the
+    ///   head are rewritten: a push reads the state word, never a link, and nothing else reads
+    ///   the links while the bit is set (claims wait, and nodes are only taken by the publish
+    ///   that follows one). A given-up head is dropped by the CAS that gives the bit back, if
+    ///   the head is still the one scanned (else a push came, and it stays below it). The
+    ///   embedded node is never unlinked (it is part of the future), nor what still runs code
+    ///   when its future is claimed (`_Interest.derivedRunning`). The unlinked nodes go to
+    ///   `unlinked` (linked through their `_next`), for the caller to release once the bit is
+    ///   back and, if this call cancelled the future, once it is published: their release runs
+    ///   deinits, user code, which must not run under the bit or between a claim and its publish.
+    ///
     /// `.locked`: the whole scan and claim is one critical section of the future's lock.
     ///
     /// Called by: any thread that holds the future (a forwarded cancellation).
     @usableFromInline
-    func withdraw(excluding: UnsafeRawPointer?) -> _WithdrawOutcome {
-        if let mutex { return withdrawLocked(mutex, excluding: excluding) }
+    func withdraw(excluding: UnsafeRawPointer?, unlinked: inout UnsafeMutableRawPointer?) -> _WithdrawOutcome {
+        if let mutex { return withdrawLocked(mutex, excluding: excluding, unlinked: &unlinked) }
         // acquire (load, CAS): receives the pushed nodes' fields (the pushes' release), to scan.
         var current = ff_atomic_word_load_acquire(state)
         while true {
@@ -113,11 +137,27 @@ extension _FutureCore {
         var scannedTo: UnsafeMutableRawPointer? = nil
         while true {
             let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
-            if stackWants(from: head, to: scannedTo, excluding: excluding) || _WaiterList.hasWaiter(core: self) {
-                // Give the bit back. acq_rel: release orders this scan before the next one's.
+            if stackWants(from: head, to: scannedTo, excluding: excluding, unlinking: &unlinked)
+                || _WaiterList.hasWaiter(core: self)
+            {
+                // Give the bit back, dropping a given-up head if no push came since it was read.
+                // acq_rel: release orders this scan (and the links it rewrote) before the next
+                // one's, and before the publish that will take the stack.
+                let droppable = head.flatMap { givenUp($0) ? $0 : nil }
                 var expected = current
-                while !ff_atomic_word_cmpxchg_strong_acq_rel_acquire(state, &expected, expected & ~_State.cancelled) {}
-                return .wanted
+                while true {
+                    var desired = expected & ~_State.cancelled
+                    let drops = droppable != nil && expected & _State.pointerMask == UInt(bitPattern: droppable)
+                    if let droppable, drops {
+                        let below = _CallbackNode._nextField(droppable)
+                        _exploreRead(below)
+                        desired = UInt(bitPattern: below.pointee) | (desired & _State.flagMask)
+                    }
+                    if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(state, &expected, desired) {
+                        if let droppable, drops { Self.addUnlinked(droppable, to: &unlinked) }
+                        return .wanted
+                    }
+                }
             }
             scannedTo = head
             // acq_rel: acquire receives the nodes pushed meanwhile (on failure); release orders
@@ -133,13 +173,24 @@ extension _FutureCore {
     }
 
     @usableFromInline @inline(never)
-    func withdrawLocked(_ mutex: _FutureLock, excluding: UnsafeRawPointer?) -> _WithdrawOutcome {
+    func withdrawLocked(
+        _ mutex: _FutureLock, excluding: UnsafeRawPointer?, unlinked: inout UnsafeMutableRawPointer?
+    ) -> _WithdrawOutcome {
         mutex.lock()
         defer { mutex.unlock() }
         let current = ff_atomic_word_load_relaxed(state)
         if current & _State.claimed != 0 { return Self.lostWithdrawal(current) }
         let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask)
-        if stackWants(from: head, to: nil, excluding: excluding) || _WaiterList.hasWaiter(core: self) {
+        if stackWants(from: head, to: nil, excluding: excluding, unlinking: &unlinked)
+            || _WaiterList.hasWaiter(core: self)
+        {
+            if let head, givenUp(head) {
+                // Under the lock, as a push: the head's link is the new head.
+                let below = _CallbackNode._nextField(head)
+                _exploreRead(below)
+                ff_atomic_word_store_relaxed(state, UInt(bitPattern: below.pointee) | (current & _State.flagMask))
+                Self.addUnlinked(head, to: &unlinked)
+            }
             return .wanted
         }
         ff_atomic_word_store_relaxed(state, current | _State.claimed | _State.cancelled)
@@ -170,14 +221,19 @@ extension _FutureCore {
     }
 
     /// Whether a node of the stack from `head` down to (not including) `end` still wants the
-    /// result (see `_Interest`).
+    /// result (see `_Interest`). The nodes it passes that gave up for good (`givenUp`), but
+    /// `head` itself, it unlinks: their predecessor's link is pointed past them, and they go to
+    /// `unlinked` (see `withdraw`).
     ///
     /// Called by: a withdrawal holding the scan bit (or the lock), which keeps the stack's
-    /// nodes - and what their registrations hold - alive and unrun.
+    /// nodes - and what their registrations hold - alive and unrun, and its links its own.
     func stackWants(
-        from head: UnsafeMutableRawPointer?, to end: UnsafeMutableRawPointer?, excluding: UnsafeRawPointer?
+        from head: UnsafeMutableRawPointer?, to end: UnsafeMutableRawPointer?, excluding: UnsafeRawPointer?,
+        unlinking unlinked: inout UnsafeMutableRawPointer?
     ) -> Bool {
         let embedded = embeddedNode
+        // The last node passed that stays: the one whose link an unlinking rewrites.
+        var kept: UnsafeMutableRawPointer? = nil
         var current = head
         while let raw = current, raw != end {
             let interest: UInt8
@@ -191,16 +247,60 @@ extension _FutureCore {
                 registration = raw + _SlotNode.slotOffset
             }
             if Self.wants(interest, registration, excluding: excluding) { return true }
-            current = _CallbackNode._nextField(raw).pointee
+            let link = _CallbackNode._nextField(raw)
+            _exploreRead(link)
+            current = link.pointee
+            if let kept, raw != embedded, Self.hasGivenUp(interest, registration) {
+                let keptLink = _CallbackNode._nextField(kept)
+                _exploreWrite(keptLink)
+                keptLink.pointee = current
+                Self.addUnlinked(raw, to: &unlinked)
+            } else {
+                kept = raw
+            }
         }
         return false
+    }
+
+    /// Whether the heap node at `raw` (on the stack, under the scan bit or the lock) gave up for
+    /// good (see `hasGivenUp`); never the embedded node.
+    func givenUp(_ raw: UnsafeMutableRawPointer) -> Bool {
+        guard raw != embeddedNode else { return false }
+        let interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
+        return Self.hasGivenUp(interest, raw + _SlotNode.slotOffset)
+    }
+
+    /// Puts the unlinked node `raw` on the list `unlinked` (through its own link).
+    static func addUnlinked(_ raw: UnsafeMutableRawPointer, to unlinked: inout UnsafeMutableRawPointer?) {
+        let link = _CallbackNode._nextField(raw)
+        _exploreWrite(link)
+        link.pointee = unlinked
+        unlinked = raw
+    }
+
+    /// Whether a registration of kind `interest`, stored at `registration`, wants the result no
+    /// more and never will again, and would do nothing if it ran: a `derived` one whose future
+    /// is claimed (a step, a forward, a `cascade` link, an isolated step's `_DerivedInterest`:
+    /// each only completes that future, which is then a no-op), a `combinator` input whose
+    /// aggregator is decided (its token taken: its report only counts down). Both only ever
+    /// go one way. Not a callback, an `onCancel` handler, a flagged group registration, nor
+    /// `derivedRunning`: they run code whatever their future's state.
+    static func hasGivenUp(_ interest: UInt8, _ registration: UnsafeMutableRawPointer) -> Bool {
+        guard interest == _Interest.derived || interest == _Interest.combinator else { return false }
+        let object = registration.load(as: UnsafeRawPointer.self)
+        let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
+            .assumingMemoryBound(to: ff_atomic_word.self)
+        if interest == _Interest.derived {
+            return ff_atomic_word_load_acquire(words) & _State.claimed != 0
+        }
+        return ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
     }
 
     /// Whether a registration of kind `interest`, stored at `registration`, wants the result.
     static func wants(_ interest: UInt8, _ registration: UnsafeMutableRawPointer, excluding: UnsafeRawPointer?) -> Bool
     {
         switch interest {
-        case _Interest.derived, _Interest.combinator:
+        case _Interest.derived, _Interest.derivedRunning, _Interest.combinator:
             // The object the registration holds (+1) first: a future, or an aggregator.
             let object = registration.load(as: UnsafeRawPointer.self)
             if object == excluding { return false }
@@ -209,10 +309,10 @@ extension _FutureCore {
             // whoever claimed it before taking a scan bit here (see `withdraw`).
             let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
                 .assumingMemoryBound(to: ff_atomic_word.self)
-            if interest == _Interest.derived {
-                return ff_atomic_word_load_acquire(words) & _State.claimed == 0
+            if interest == _Interest.combinator {
+                return ff_atomic_word_load_acquire(words + 1) == 0  // `_Aggregator.untaken`
             }
-            return ff_atomic_word_load_acquire(words + 1) == 0  // `_Aggregator.untaken`
+            return ff_atomic_word_load_acquire(words) & _State.claimed == 0
         case _Interest.consumer:
             return true  // a callback: it cannot give up
         case _Interest.flagged:
@@ -236,8 +336,10 @@ extension Future {
     @usableFromInline @discardableResult
     internal func _withdraw(excluding: AnyObject? = nil) -> _WithdrawOutcome {
         let core = _core
+        var unlinked: UnsafeMutableRawPointer? = nil
         let outcome = core.withdraw(
-            excluding: excluding.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
+            excluding: excluding.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) },
+            unlinked: &unlinked)
         switch outcome {
         case .cancelled:
             _completeClaimed(.failure(CancellationError()), byCancel: true)
@@ -246,6 +348,20 @@ extension Future {
         case .wanted:
             break
         }
+        // The registrations that gave up, unlinked by the scan: released now that the scan bit
+        // (or the lock) is back and a cancellation is published - their deinits are user code.
+        if let unlinked { _CallbackNode._releaseList(unlinked, embeddedNode: core.embeddedNode) }
         return outcome
+    }
+
+    /// The second ask of a give-up that excluded a future of the giver's own, still pending then
+    /// (`_withdraw(excluding:)`: a timeout's future, a failing bounded `all`'s result), made once
+    /// that future is claimed (its failure delivered). If the first ask found this future
+    /// `.wanted`, another consumer giving up at the same moment (a second timeout, which excluded
+    /// only its own future; an `onCancel` handler of an input) may have seen the giver's future
+    /// still pending and left this one to it. This ask sees it claimed: of two such give-ups,
+    /// the later scan sees both claimed, so exactly one cancels this future - never neither.
+    internal func _withdrawAgain(after firstAsk: _WithdrawOutcome) {
+        if case .wanted = firstAsk { _withdraw() }
     }
 }

@@ -236,11 +236,9 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
         withExtendedLifetime(failing.held) {
             _ = promise.tryComplete(.failure(failing.error))
         }
-        // Asked again, now that the result is claimed: another consumer that gave up while this
-        // failure gave up its inputs (an input's onCancel handler may cancel it) saw the result
-        // still pending and left the input to it; this second ask, which sees the result
-        // claimed, cancels the input if nobody else wants it - never neither of the two.
-        for future in askAgain { future._withdraw() }
+        // Asked again, now that the result is claimed (see `_withdrawAgain`): each input that
+        // the failure's give-up found wanted.
+        for future in askAgain { future._withdrawAgain(after: .wanted) }
     }
 
     /// What `finish` took out of the driver: its caller releases it after leaving the lock.
@@ -265,7 +263,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
 }
 
 /// A bounded `all`'s registration on an input it started: reports the input's result to the
-/// driver. Its interest (`_Interest.derived`) is the bounded `all`'s result: the input is wanted
+/// driver. Its interest (`_Interest.derivedRunning`) is the bounded `all`'s result: the input is wanted
 /// while that is pending (another consumer's forwarded cancellation leaves it alone), and no
 /// more once it is claimed or excluded by the driver's own give-up.
 internal struct _BoundedInput<Value: Sendable>: _Registration {
@@ -277,7 +275,8 @@ internal struct _BoundedInput<Value: Sendable>: _Registration {
 
     static var _embeddable: Bool { true }
 
-    static var _interest: UInt8 { _Interest.derived }
+    /// `derivedRunning`: once `result` is claimed its report still reaches the driver.
+    static var _interest: UInt8 { _Interest.derivedRunning }
 
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         driver.didComplete(index, result)

@@ -95,14 +95,15 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
 /// attempt's result (see `_Interest`) is the retry's result future's: a cancellation of the
 /// result, forwarded to the attempt, cancels the attempt unless someone else wants it too.
 internal struct _RetryWatch<Value: Sendable>: _Registration {
-    /// First: the future a withdrawal's scan reads (`_Interest.derived`).
+    /// First: the future a withdrawal's scan reads (`_Interest.derivedRunning`).
     let result: Future<Value>
     let driver: _RetryDriver<Value>
     let number: Int
 
     static var _embeddable: Bool { true }
 
-    static var _interest: UInt8 { _Interest.derived }
+    /// `derivedRunning`: once `result` is claimed its report still reaches the driver.
+    static var _interest: UInt8 { _Interest.derivedRunning }
 
     func run(with outcome: Result<Value, any Error>, node: _CallbackNode?) {
         driver.attemptDidComplete(number, outcome)

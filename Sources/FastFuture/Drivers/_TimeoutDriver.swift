@@ -88,11 +88,8 @@ extension Future {
             derived._complete(.failure(FutureTimeoutError()))
         case .wanted:
             derived._complete(.failure(FutureTimeoutError()))
-            // Asked again, now that this timeout's future is claimed: another consumer giving up
-            // at the same moment (a second timeout, which excluded only its own future) may have
-            // seen this one still pending and left the source to it. Of two such, the later
-            // scan sees both claimed, so exactly one cancels the source - never neither.
-            _withdraw()
+            // Asked again, now that this timeout's future is claimed (see `_withdrawAgain`).
+            _withdrawAgain(after: outcome)
         case .lostToCancel, .lostToCompletion:
             _core.awaitPublished()
             derived._complete(_completedResult)
@@ -146,7 +143,7 @@ internal final class _TimeoutExpiry<Value: Sendable>: _TrampolineStep {
 /// forwards the cancellation as any derived future does, and when time runs out the timeout
 /// gives up on its source excluding this registration (`_withdraw(excluding: derived)`).
 internal struct _TimeoutWatch<Value: Sendable, Timer: _Timer>: _Registration {
-    /// First: the future a withdrawal's scan reads (`_Interest.derived`).
+    /// First: the future a withdrawal's scan reads (`_Interest.derivedRunning`).
     let derived: Future<Value>
     let timer: Timer
 
@@ -157,7 +154,8 @@ internal struct _TimeoutWatch<Value: Sendable, Timer: _Timer>: _Registration {
 
     static var _embeddable: Bool { true }
 
-    static var _interest: UInt8 { _Interest.derived }
+    /// `derivedRunning`: once `derived` is claimed it still stops the timer.
+    static var _interest: UInt8 { _Interest.derivedRunning }
 
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         // Whoever stops the timer delivers the result: this if it cancelled the timer in time;

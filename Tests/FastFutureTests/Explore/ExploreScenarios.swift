@@ -137,6 +137,7 @@
         static let all: [ExploreScenario] =
             core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers + cycles + waiting + urgent
             + isolatedJoin
+            + sharedUnlink
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [
