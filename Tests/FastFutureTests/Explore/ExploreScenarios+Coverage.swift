@@ -1,4 +1,4 @@
-// The explorer's scenarios for the core's raw-memory paths (issue 27): registrations that hop to
+// The explorer's scenarios for the core's raw-memory paths: registrations that hop to
 // executors other than `.inline` (slot nodes, generic `_Node`s, a hop the scenario runs itself),
 // a `flatMap` that is its source's second registration (its slot node refilled and re-pushed, or
 // its generic node re-armed with a forward), and futures whose last reference goes while they are

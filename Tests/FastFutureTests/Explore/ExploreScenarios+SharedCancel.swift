@@ -1,4 +1,4 @@
-// The explorer's scenarios for shared sources (issue 29): a cancellation forwarded upstream
+// The explorer's scenarios for shared sources: a cancellation forwarded upstream
 // cancels a source only when nothing else wants its result (`_FutureCore.withdraw`, its scan
 // bit). Exploration builds only (see Explorer.swift).
 #if FF_EXPLORE

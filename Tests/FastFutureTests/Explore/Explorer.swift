@@ -1,4 +1,4 @@
-// Deterministic schedule exploration of the lock-free core (scripts/explore; issue 17).
+// Deterministic schedule exploration of the lock-free core (scripts/explore).
 //
 // Compiled only in exploration builds (`-Xcc -DFF_EXPLORE -Xswiftc -DFF_EXPLORE`, which only
 // scripts/explore passes): there every AtomicsShim operation first calls `ff_explore_point`, and
