@@ -6,6 +6,37 @@ import Testing
 /// `RaceTests`).
 @Suite struct CancellationTests {
     @Test(
+        "Future.isCancelled: true once cancelled - itself, or by a cancellation forwarded from its only consumer - and false for a future left to another consumer or failed with CancellationError",
+        arguments: FutureVariant.allCases)
+    func futureIsCancelledSaysWhetherItWasCancelled(variant: FutureVariant) {
+        let cancelledItself = Promise<Int>(variant: variant)
+        #expect(!cancelledItself.future.isCancelled)
+        cancelledItself.future.cancel()
+        #expect(cancelledItself.future.isCancelled && cancelledItself.isCancelled)
+
+        let forwarded = Promise<Int>(variant: variant)
+        let onlyConsumer = forwarded.future.map { $0 + 1 }
+        onlyConsumer.cancel()
+        #expect(onlyConsumer.isCancelled)
+        #expect(forwarded.future.isCancelled, "its only consumer gave up: the source is cancelled")
+
+        let shared = Promise<Int>(variant: variant)
+        let screenA = shared.future.map { $0 + 1 }
+        let screenB = shared.future.map { $0 + 2 }
+        screenA.cancel()
+        #expect(screenA.isCancelled)
+        #expect(!shared.future.isCancelled && !shared.future.isComplete, "screen B still wants it")
+        shared.succeed(1)
+        #expect(!shared.future.isCancelled && !screenB.isCancelled)
+
+        let failed = Promise<Int>(variant: variant)
+        failed.fail(CancellationError())
+        #expect(failed.future.isComplete && !failed.future.isCancelled)
+        let thrown = Future<Int>.succeeded(1, variant: variant).map { _ -> Int in throw CancellationError() }
+        #expect(thrown.isComplete && !thrown.isCancelled)
+    }
+
+    @Test(
         "cancel() completes a pending future with CancellationError, for whenComplete/whenFailure only",
         arguments: FutureVariant.allCases)
     func cancelCompletesWithCancellationError(variant: FutureVariant) {

@@ -159,6 +159,17 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         _loadState() & _State.completed != 0
     }
 
+    /// Whether the future was cancelled: by ``cancel()``, by its promise's owner cancelling it,
+    /// or by a cancellation forwarded from a derived future that nothing else still wanted (see
+    /// <doc:Cancellation>). It has then completed with `CancellationError`.
+    ///
+    /// `false` while pending, and for a future completed any other way - also one failed with a
+    /// `CancellationError` passed to `fail(_:)` or thrown by a body, which is an error like any other.
+    @inlinable
+    public var isCancelled: Bool {
+        _loadState() & (_State.cancelled | _State.completed) == _State.cancelled | _State.completed
+    }
+
     /// The result, if the future has completed; `nil` while it is pending.
     ///
     /// - Returns: The result, or `nil`.

@@ -92,9 +92,7 @@ public struct Promise<Value: Sendable>: Sendable {
     /// `true` once the cancellation is published (the future is complete): from then on,
     /// ``onCancel(_:)`` runs its handler at once.
     @inlinable
-    public var isCancelled: Bool {
-        future._loadState() & (_State.cancelled | _State.completed) == _State.cancelled | _State.completed
-    }
+    public var isCancelled: Bool { future.isCancelled }
 
     /// Registers a handler to run exactly once if and when the future is cancelled.
     ///
