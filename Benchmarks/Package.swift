@@ -20,6 +20,7 @@ let package = Package(
         .executableTarget(
             name: "FastFutureBenchmarks",
             dependencies: [
+                "BenchmarkThreads",
                 "FastFutureBenchmarkSpec",
                 .product(name: "FastFuture", package: "FastFuture"),
                 .product(name: "Benchmark", package: "benchmark"),
@@ -38,6 +39,12 @@ let package = Package(
             dependencies: [.product(name: "FastFuture", package: "FastFuture")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The benchmarks' own threads: a pthread starter and a worker pool, for the suite and
+        // FastFutureProfile alike.
+        .target(
+            name: "BenchmarkThreads",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "PrintBenchmarkSpec",
             dependencies: ["FastFutureBenchmarkSpec"],
@@ -48,6 +55,7 @@ let package = Package(
         .executableTarget(
             name: "FastFutureProfile",
             dependencies: [
+                "BenchmarkThreads",
                 "FastFutureBenchmarkSpec",
                 .product(name: "FastFuture", package: "FastFuture"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -12,6 +12,7 @@
 // how NIO keeps its futures lock-free: by confining them to one thread.
 
 import Benchmark
+import BenchmarkThreads
 import Dispatch
 import FastFuture
 import FastFutureBenchmarkSpec

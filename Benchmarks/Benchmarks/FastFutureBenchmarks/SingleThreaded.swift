@@ -5,6 +5,7 @@
 // the allocation counts are the libraries' own (derived in `FastFutureBenchmarkSpec`).
 
 import Benchmark
+import BenchmarkThreads
 import FastFuture
 import FastFutureBenchmarkSpec
 import NIOCore

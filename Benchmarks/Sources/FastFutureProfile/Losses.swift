@@ -17,6 +17,7 @@
 
 import Dispatch
 import FastFuture
+import BenchmarkThreads
 import FastFutureBenchmarkSpec
 
 #if canImport(Glibc)
@@ -25,91 +26,12 @@ import FastFutureBenchmarkSpec
     import Darwin
 #endif
 
-// MARK: - Threads
-
-/// A closure to run on a new thread.
-private final class ThreadBody: Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-}
-
-private func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    #if canImport(Glibc)
-        var thread = pthread_t()
-    #else
-        var thread: pthread_t?
-    #endif
-    let rc = pthread_create(
-        &thread, nil,
-        { argument in
-            Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
-            return nil
-        }, argument)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
-    #if canImport(Glibc)
-        return thread
-    #else
-        return thread!
-    #endif
-}
-
-/// Threads made once and released into a job per iteration by semaphores, as the suite's
-/// `WorkerPool` does.
-final class ProfilePool: @unchecked Sendable {
-    // Safety of @unchecked Sendable: `job` and `stopping` are written only by the driving thread
-    // while every worker is parked on its `starts` semaphore, and read by a worker only after that
-    // semaphore's `signal`; a semaphore signal/wait pair orders the write before the read. The
-    // driver reads nothing a worker writes except after `finished` (the same ordering, reversed).
-    let count: Int
-    private var job: (@Sendable (Int) -> Void)?
-    private var stopping = false
-    private let starts: [DispatchSemaphore]
-    private let finished = DispatchSemaphore(value: 0)
-    private var threads: [pthread_t] = []
-
-    init(count: Int) {
-        self.count = count
-        self.starts = (0..<count).map { _ in DispatchSemaphore(value: 0) }
-        for index in 0..<count {
-            threads.append(startThread { [self] in self.workerLoop(index) })
-        }
-    }
-
-    private func workerLoop(_ index: Int) {
-        while true {
-            starts[index].wait()
-            if stopping {
-                finished.signal()
-                return
-            }
-            job!(index)
-            finished.signal()
-        }
-    }
-
-    func run(_ job: @escaping @Sendable (Int) -> Void) {
-        self.job = job
-        for start in starts { start.signal() }
-        for _ in 0..<count { finished.wait() }
-        self.job = nil
-    }
-
-    func shutdown() {
-        stopping = true
-        for start in starts { start.signal() }
-        for _ in 0..<count { finished.wait() }
-        for thread in threads { pthread_join(thread, nil) }
-        threads = []
-    }
-}
-
 /// Bytes shared by the threads of one iteration: each index is written by one thread only, and
 /// read by the driver after the pool's join.
 final class SharedBytes: @unchecked Sendable {
     // Safety of @unchecked Sendable: byte `i` is written by one thread only - S4T: the callback
     // registered with index `i`, run once by the completer or its registrant; S5: the one racer
-    // whose `tryComplete` of future `i` won - and the driver reads them after `ProfilePool.run`
+    // whose `tryComplete` of future `i` won - and the driver reads them after `WorkerPool.run`
     // returned, which orders the writes before its reads (semaphores).
     let storage: UnsafeMutablePointer<UInt8>
     let count: Int
@@ -150,9 +72,9 @@ func s3(_ variant: FutureVariant, _ iterations: Int) {
 
 /// S5: `threads` threads race `tryComplete` on the same 10,000 futures, per iteration (per op: one
 /// call; one call per future wins).
-func s5(_ variant: FutureVariant, _ iterations: Int, threads: Int, pool: ProfilePool? = nil) {
+func s5(_ variant: FutureVariant, _ iterations: Int, threads: Int, pool: WorkerPool? = nil) {
     let count = Sizes.fillRaceFutures
-    let pool = pool ?? ProfilePool(count: threads)
+    let pool = pool ?? WorkerPool(count: threads)
     for _ in 0..<iterations {
         let promises = (0..<count).map { _ in Promise<Int>(variant: variant) }
         let wins = SharedBytes(count: count)
@@ -170,10 +92,10 @@ func s5(_ variant: FutureVariant, _ iterations: Int, threads: Int, pool: Profile
 /// S4 with its threads: `threads` workers register 20,000 callbacks each on one future; worker
 /// `threads` completes it once worker 0 is half-way (per op: one callback). `marking`: each
 /// callback marks its own byte of a shared array, and the registrants run at nice 10.
-func s4Threads(_ variant: FutureVariant?, _ iterations: Int, threads: Int, marking: Bool, pool: ProfilePool? = nil) {
+func s4Threads(_ variant: FutureVariant?, _ iterations: Int, threads: Int, marking: Bool, pool: WorkerPool? = nil) {
     let perThread = Sizes.fanOutCallbacksPerThread
     let completeAfter = perThread / 2
-    let pool = pool ?? ProfilePool(count: threads + 1)
+    let pool = pool ?? WorkerPool(count: threads + 1)
     for _ in 0..<iterations {
         let completeNow = DispatchSemaphore(value: 0)
         let marks = SharedBytes(count: marking ? perThread * threads : 0)
@@ -262,12 +184,12 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
     case "S5":
         opsPerIteration = Sizes.fillRaceFutures * threads
         iterations = 20
-        let pool = ProfilePool(count: threads)
+        let pool = WorkerPool(count: threads)
         run = { s5($0!, iterations, threads: threads, pool: pool) }
     case "S4T":
         opsPerIteration = Sizes.fanOutCallbacksPerThread * threads
         iterations = 5
-        let pool = ProfilePool(count: threads + 1)
+        let pool = WorkerPool(count: threads + 1)
         run = { s4Threads($0, iterations, threads: threads, marking: marking, pool: pool) }
     default: fail("times: S3, S5 or S4T")
     }
