@@ -58,12 +58,16 @@ internal final class _TimerThreads: @unchecked Sendable {
     /// Whether some thread is the leader (waiting for deadlines, or about to).
     private var hasLeader = false
     /// When the leader's current wait ends (monotonic nanoseconds): `UInt64.max` while it waits
-    /// for any entry, 0 while it is not waiting (it looks at the heap before it waits again).
-    /// A new entry wakes the leader only if it is due before that: a cancelled earliest entry
-    /// leaves the leader's wait as it was (it wakes at that deadline, finds the heap changed and
-    /// waits again), so a loop of timeouts that are each met and cancelled - every new one the
-    /// earliest of an empty heap - wakes the leader once per deadline, not once per timeout.
+    /// for any entry, 0 while it is not waiting or has been woken (it looks at the heap before it
+    /// waits again). A new entry wakes the leader only if it is due before that.
     private var leaderWaitsUntil: UInt64 = 0
+    /// The latest deadline the leader was told of - the earliest entry's when it began its wait,
+    /// or a new entry's that woke it. Finding the heap empty (the entry was cancelled), the leader
+    /// waits until then instead of for any entry: so a loop of timeouts that are each met and
+    /// cancelled - every new one the earliest of an empty heap, due after the one before - does
+    /// not wake it once per timeout, only an entry due earlier does (and the leader wakes once
+    /// at that deadline, finds nothing, and waits for any entry).
+    private var leaderDeadline: UInt64 = 0
     /// Threads started that have not reached `threadMain`'s loop yet.
     private var startingCount = 0
 
@@ -151,6 +155,8 @@ internal final class _TimerThreads: @unchecked Sendable {
         if entry.heapIndex == 0, hasLeader, entry.deadline < leaderWaitsUntil {
             // A new earliest deadline, before the leader's wait ends: that wait is too long now.
             pthread_cond_signal(leaderCondition)
+            leaderWaitsUntil = 0
+            leaderDeadline = entry.deadline
             woke = true
         }
         #if FF_EXPLORE
@@ -349,13 +355,20 @@ internal final class _TimerThreads: @unchecked Sendable {
     private func lead() -> @Sendable () -> Void {
         while true {
             guard let first = heap.first else {
-                leaderWaitsUntil = .max
-                pthread_cond_wait(leaderCondition, mutex)
+                if leaderDeadline > Self.now() {
+                    // What it was told of was cancelled: wait until then all the same.
+                    leaderWaitsUntil = leaderDeadline
+                    _ = wait(leaderCondition, until: leaderDeadline)
+                } else {
+                    leaderWaitsUntil = .max
+                    pthread_cond_wait(leaderCondition, mutex)
+                }
                 leaderWaitsUntil = 0
                 continue
             }
             if first.deadline > Self.now() {
                 leaderWaitsUntil = first.deadline
+                leaderDeadline = first.deadline
                 _ = wait(leaderCondition, until: first.deadline)
                 leaderWaitsUntil = 0
                 continue
