@@ -58,7 +58,8 @@ internal final class _TimerThreads: @unchecked Sendable {
     /// Whether some thread is the leader (waiting for deadlines, or about to).
     private var hasLeader = false
     /// When the leader's current wait ends (monotonic nanoseconds): `UInt64.max` while it waits
-    /// for any entry, 0 while it is not waiting (it looks at the heap before it waits again).
+    /// for any entry, 0 while it is not waiting or has been woken (it looks at the heap before
+    /// it waits again).
     /// A new entry wakes the leader only if it is due before that: a cancelled earliest entry
     /// leaves the leader's wait as it was (it wakes at that deadline, finds the heap changed and
     /// waits again), so a loop of timeouts that are each met and cancelled - every new one the
@@ -151,6 +152,9 @@ internal final class _TimerThreads: @unchecked Sendable {
         if entry.heapIndex == 0, hasLeader, entry.deadline < leaderWaitsUntil {
             // A new earliest deadline, before the leader's wait ends: that wait is too long now.
             pthread_cond_signal(leaderCondition)
+            // Woken, the leader looks at the heap before it waits again: until it has the mutex
+            // back (it may lag, on a loaded machine), a new entry has nothing to wake it for.
+            leaderWaitsUntil = 0
             woke = true
         }
         #if FF_EXPLORE
