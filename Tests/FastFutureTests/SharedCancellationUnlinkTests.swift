@@ -124,10 +124,11 @@ extension SharedCancellationConsumersTests {
     /// A `flatMap` follows a shared inner future (kept wanted by a callback) with the node it ran
     /// in, re-armed, while its result is cancelled on another thread: the withdrawal that
     /// reaches the inner future may unlink and release that node while its runner is still in
-    /// its fire function. The inner future is never cancelled, its callback runs once, the
-    /// result is cancelled, and the step's captures are released exactly once.
-    @Test(arguments: FutureVariant.allCases)
-    func aFlatMapFollowingASharedInnerFutureWhileItsResultIsCancelledLosesNothing(variant: FutureVariant) {
+    /// its fire function (a slot node, or a `_Node` on a wide executor). The inner future is
+    /// never cancelled, its callback runs once, the result is cancelled, and the step's captures
+    /// are released exactly once.
+    @Test(arguments: FutureVariant.allCases, [false, true])
+    func aFlatMapFollowingASharedInnerFutureWhileItsResultIsCancelledLosesNothing(variant: FutureVariant, wide: Bool) {
         let rounds = Stress.rounds
         let sources = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
         let inners = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
@@ -137,10 +138,15 @@ extension SharedCancellationConsumersTests {
         let results = (0..<rounds).map { index in
             let captured = DeinitCounted(deaths)
             let inner = inners[index].future
-            return sources[index].future.flatMap { _ -> Future<Int> in
+            let body: @Sendable (Int) -> Future<Int> = { _ in
                 captured.touch()
                 return inner
             }
+            // A wide executor keeps the step in a `_Node`, re-armed as a forward; inline, in a
+            // slot node, refilled with one.
+            return wide
+                ? sources[index].future.flatMap(on: UnlinkWideExecutor(), body)
+                : sources[index].future.flatMap(body)
         }
         _ = TestThreads.race(2, over: rounds) { thread, index in
             if thread == 0 {
@@ -243,4 +249,13 @@ extension SharedCancellationConsumersTests {
         withExtendedLifetime(mapped) {}
         #expect(deaths.load() == rounds)
     }
+}
+
+/// An executor that runs work at once, three words wide: a step on it does not fit a slot node
+/// and is kept in a `_Node`.
+private struct UnlinkWideExecutor: FutureExecutor {
+    var first = 0
+    var second = 0
+
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }
