@@ -121,6 +121,52 @@ extension SharedCancellationConsumersTests {
         #expect(otherCallbacks.load() == 0)
     }
 
+    /// Every kind of consumer that gives up on a source a callback keeps wanted - each step
+    /// kind whose body does not run once its future is cancelled, each combinator over the
+    /// source twice, a `cascade` - is unlinked from it: the source's stack is back to the one
+    /// callback, the source stays pending, and that callback runs once.
+    @Test(arguments: FutureVariant.allCases)
+    func everyKindOfConsumerThatGaveUpIsUnlinkedFromAWantedSource(variant: FutureVariant) {
+        let queue = DispatchQueue(label: "unlinked-kinds")
+        let kinds: [(String, (Future<Int>) -> any FutureCancellable)] = [
+            ("map", { $0.map { $0 + 1 } }),
+            ("map(on: queue)", { $0.map(on: queue) { $0 + 1 } }),
+            ("flatMap", { $0.flatMap { Future<Int>.succeeded($0) } }),
+            ("flatMap(on: a wide executor)", { $0.flatMap(on: UnlinkWideExecutor()) { Future<Int>.succeeded($0) } }),
+            ("recover", { $0.recover { _ in 0 } }),
+            ("flatMapError", { $0.flatMapError { _ in Future<Int>.succeeded(0) } }),
+            ("mapError", { $0.mapError { $0 } }),
+            ("tap", { $0.tap { _ in } }),
+            ("and", { $0.and($0) }),
+            ("zip", { Future<(Int, Int, Int)>.zip($0, $0.map { $0 }, $0) }),
+            ("reduce", { Future<Int>.reduce(0, [$0, $0]) { $0 + $1 } }),
+            ("all of it twice", { Future<Int>.all([$0, $0]) }),
+            ("allSettled of it twice", { Future<Int>.allSettled([$0, $0]) }),
+            ("race of it twice", { Future<Int>.race([$0, $0]) }),
+            ("first of it twice", { Future<Int>.first([$0, $0]) }),
+            (
+                "cascade",
+                { source in
+                    let target = Promise<Int>(variant: variant)
+                    source.cascade(to: target)
+                    return target.future
+                }
+            ),
+        ]
+        for (name, make) in kinds {
+            let promise = Promise<Int>(variant: variant)
+            let runs = AtomicCount()
+            promise.future.whenSuccess { _ in runs.increment() }
+            let consumer = make(promise.future)
+            #expect(promise.future._callbackNodeCount() > 1, "\(name)")
+            consumer.cancelConsumer()
+            #expect(!promise.isCancelled, "\(name): a wanted source was cancelled")
+            #expect(promise.future._callbackNodeCount() == 1, "\(name): a given-up registration stayed on the source")
+            promise.succeed(1)
+            #expect(runs.load() == 1, "\(name): the callback ran \(runs.load()) times")
+        }
+    }
+
     /// A `flatMap` follows a shared inner future (kept wanted by a callback) with the node it ran
     /// in, re-armed, while its result is cancelled on another thread: the withdrawal that
     /// reaches the inner future may unlink and release that node while its runner is still in
@@ -208,6 +254,52 @@ extension SharedCancellationConsumersTests {
         #expect(stepRuns.load() <= 3 * rounds)
         withExtendedLifetime(steps) {}
         #expect(deaths.load() == 3 * rounds)
+    }
+
+    /// Consumers that time out on a shared source (kept wanted by a callback) while it completes
+    /// and a callback registers: each timeout's withdrawal unlinks its consumer's step, on the
+    /// timing-out thread or the timer thread, racing the completion. The source is never
+    /// cancelled, every callback runs once, and every consumer's captures are released once.
+    @Test(arguments: FutureVariant.allCases)
+    func timeoutsUnlinkingTheirConsumersRaceTheSharedSourcesCompletion(variant: FutureVariant) {
+        let rounds = max(1, Stress.rounds / 4)
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
+        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
+        let deaths = AtomicCount()
+        for index in 0..<rounds { promises[index].future.whenSuccess { _ in cacheRuns[index].increment() } }
+        let timed = TestThreads.race(3, over: rounds) { thread, index -> [Future<Int>] in
+            switch thread {
+            case 0:
+                return [Duration.zero, .zero, .milliseconds(1)].map { delay in
+                    let captured = DeinitCounted(deaths)
+                    return promises[index].future.map { value -> Int in
+                        captured.touch()
+                        return value
+                    }.timeout(after: delay)
+                }
+            case 1:
+                promises[index].succeed(index)
+                return []
+            default:
+                promises[index].future.whenSuccess { _ in lateRuns[index].increment() }
+                return []
+            }
+        }
+        for index in 0..<rounds {
+            for future in timed[0][index] {
+                let result = Result { try future.wait(timeout: .seconds(20)) }
+                #expect(
+                    (try? result.get()) == index || result.failureValue is FutureTimeoutError,
+                    "round \(index): \(result)")
+            }
+            #expect(!promises[index].isCancelled, "round \(index): a wanted source was cancelled")
+            #expect(cacheRuns[index].load() == 1, "round \(index)")
+            #expect(
+                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+        }
+        // A timed-out consumer's withdrawal finishes on the timer thread just after its waiter woke.
+        #expect(eventually { deaths.load() == 3 * rounds }, "\(deaths.load()) of \(3 * rounds) captures released")
     }
 
     /// A race decided by its other input withdraws from a shared loser (kept wanted by a
