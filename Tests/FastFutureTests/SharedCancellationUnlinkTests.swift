@@ -167,6 +167,43 @@ extension SharedCancellationConsumersTests {
         }
     }
 
+    /// The last withdrawal cancels the source and unlinks the given-up steps it passed on the
+    /// way: they are released after the cancellation is published, so a deinit among their
+    /// captures that registers a callback on the source finds it cancelled - the callback runs
+    /// once, at once, with the cancellation - and the source's `onCancel` ran once.
+    @Test(arguments: FutureVariant.allCases)
+    func aDeinitRegisteringOnTheSourceTheLastWithdrawalCancelledSeesTheCancellation(variant: FutureVariant) {
+        let promise = Promise<Int>(variant: variant)
+        let source = promise.future
+        let cancels = AtomicCount()
+        promise.onCancel { cancels.increment() }
+        let seen = LockedBox<[String]>([])
+        let embedded = source.map { $0 }  // the embedded node: never unlinked
+        let middle: Future<Int>
+        do {
+            let registersOnDeinit = DeinitAction {
+                let cancelledAlready = source.peek()?.failureValue is CancellationError
+                seen.withLock { $0.append(cancelledAlready ? "deinit after the cancellation" : "deinit before it") }
+                source.whenComplete { result in
+                    seen.withLock { $0.append(result.failureValue is CancellationError ? "cancelled" : "other") }
+                }
+            }
+            middle = source.map { value -> Int in
+                registersOnDeinit.touch()
+                return value
+            }
+        }
+        let head = source.map { $0 }
+        middle.cancel()  // under the head, which still wants the source: stays
+        embedded.cancel()
+        #expect(seen.snapshot.isEmpty)
+        #expect(!promise.isCancelled)
+        head.cancel()  // the last: passes (and unlinks) the middle one, then cancels the source
+        #expect(promise.isCancelled)
+        #expect(cancels.load() == 1)
+        #expect(seen.snapshot == ["deinit after the cancellation", "cancelled"])
+    }
+
     /// A `flatMap` follows a shared inner future (kept wanted by a callback) with the node it ran
     /// in, re-armed, while its result is cancelled on another thread: the withdrawal that
     /// reaches the inner future may unlink and release that node while its runner is still in
