@@ -339,6 +339,42 @@ extension SharedCancellationConsumersTests {
         #expect(eventually { deaths.load() == 3 * rounds }, "\(deaths.load()) of \(3 * rounds) captures released")
     }
 
+    /// A fresh source's first callback (which takes the embedded node) registers while two
+    /// steps made on another thread are cancelled one after the other: the withdrawals unlink
+    /// or drop the given-up steps while the embedded node is claimed and pushed. The callback
+    /// runs once - with the cancellation exactly when the source was cancelled - and each step's
+    /// captures are released once.
+    @Test(arguments: FutureVariant.allCases)
+    func withdrawalsUnlinkingRaceTheFirstCallbacksEmbeddedClaim(variant: FutureVariant) {
+        let rounds = Stress.rounds
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let values = (0..<rounds).map { _ in LockedBox<[Int]>([]) }
+        let deaths = AtomicCount()
+        _ = TestThreads.race(2, over: rounds) { thread, index in
+            let source = promises[index].future
+            if thread == 0 {
+                source.whenComplete { result in
+                    values[index].withLock { $0.append(result.failureValue is CancellationError ? -1 : 1) }
+                }
+            } else {
+                let steps = (0..<2).map { _ in
+                    let captured = DeinitCounted(deaths)
+                    return source.map { value -> Int in
+                        captured.touch()
+                        return value
+                    }
+                }
+                for step in steps { step.cancel() }
+            }
+        }
+        for index in 0..<rounds {
+            promises[index].succeed(1)
+            let expected = promises[index].isCancelled ? [-1] : [1]
+            #expect(values[index].snapshot == expected, "round \(index)")
+        }
+        #expect(deaths.load() == 2 * rounds)
+    }
+
     /// A race decided by its other input withdraws from a shared loser (kept wanted by a
     /// callback) while that loser completes and a consumer registers on it, and a `map` of it is
     /// cancelled: the loser is never cancelled, each callback runs once, the race has the other
