@@ -105,4 +105,23 @@ struct TimerLoadTests {
         #expect(ContinuousClock.now - start < Self.bound)
         #expect(!lateTimed.isComplete)
     }
+
+    @Test(
+        "A timer due before the deadline of a cancelled one the leader still waits for wakes it: it fires on time",
+        arguments: FutureVariant.allCases)
+    func anEarlierTimerWakesTheLeaderWaitingForACancelledLaterOne(variant: FutureVariant) throws {
+        // The leader's wait ends at the hour-long timeout's deadline; that timeout is met (its
+        // timer cancelled), which leaves the wait as it was. A timer due long before then must
+        // still wake the leader.
+        let late = Promise<Int>(variant: variant)
+        let lateTimed = late.future.timeout(after: .seconds(3_600))
+        late.succeed(1)
+        #expect((try? lateTimed.peek()?.get()) == 1)
+        let soon = Promise<Int>(variant: variant)
+        let start = ContinuousClock.now
+        let timed = soon.future.timeout(after: .milliseconds(100))
+        #expect(throws: FutureTimeoutError.self) { try timed.wait(timeout: .seconds(20)) }
+        #expect(timed.isComplete, "the 100 ms timeout did not fire within 20 s")
+        #expect(ContinuousClock.now - start < Self.bound)
+    }
 }

@@ -155,6 +155,8 @@ internal final class _TimerThreads: @unchecked Sendable {
         if entry.heapIndex == 0, hasLeader, entry.deadline < leaderWaitsUntil {
             // A new earliest deadline, before the leader's wait ends: that wait is too long now.
             pthread_cond_signal(leaderCondition)
+            // Woken, the leader looks at the heap before it waits again: until it has the mutex
+            // back (it may lag, on a loaded machine), a new entry has nothing to wake it for.
             leaderWaitsUntil = 0
             leaderDeadline = entry.deadline
             woke = true
