@@ -37,7 +37,7 @@ import AtomicsShim
 ///
 /// A `derived` or `combinator` registration that no longer wants the result never will again,
 /// and running it would do nothing: a withdrawal that passes its node unlinks and releases it
-/// (`_FutureCore.hasGivenUp`), so a source kept wanted by others does not keep the consumers
+/// (`_InterestNow.givenUp`), so a source kept wanted by others does not keep the consumers
 /// that gave up on it.
 ///
 /// A waiter (`wait()`, `await value`) wants the result from when it takes its slot in the
@@ -55,6 +55,24 @@ internal enum _Interest {
     /// `always` step's body, a timeout's timer cancellation, a retry's or a bounded `all`'s
     /// driver): it wants the result as `derived` does, but a withdrawal never unlinks it.
     @usableFromInline static let derivedRunning: UInt8 = 6
+}
+
+/// What a registration is to a forwarded cancellation's scan at the moment it reads it
+/// (`_FutureCore.interestNow`, from its `_Interest` and the object its registration holds).
+internal enum _InterestNow {
+    /// It wants the source's result: the scan leaves the source alone.
+    case wants
+    /// It wants nothing now, but stays on the stack: it runs code whatever its future's state
+    /// (an `onCancel` handler, an observer, a `derivedRunning` registration), may want the result
+    /// later (a flagged group registration), or holds the object that is giving up
+    /// (`excluding`), not claimed yet.
+    case idle
+    /// It wants nothing and never will again, and would do nothing if it ran: a `derived` one
+    /// whose future is claimed (a step, a forward, a `cascade` link, an isolated step's
+    /// `_DerivedInterest`: each only completes that future, which is then a no-op), a
+    /// `combinator` input whose aggregator is decided (its token taken: its report only counts
+    /// down). Both only ever go one way: a scan that passes such a node unlinks it.
+    case givenUp
 }
 
 /// How a forwarded cancellation (`_FutureCore.withdraw`) ended.
@@ -246,11 +264,12 @@ extension _FutureCore {
                 // A `_SlotNode`'s slot, or a `_Node`'s registration: the same offset (LayoutTests).
                 registration = raw + _SlotNode.slotOffset
             }
-            if Self.wants(interest, registration, excluding: excluding) { return true }
+            let now = Self.interestNow(interest, registration, excluding: excluding)
+            if now == .wants { return true }
             let link = _CallbackNode._nextField(raw)
             _exploreRead(link)
             current = link.pointee
-            if let kept, raw != embedded, Self.hasGivenUp(interest, registration) {
+            if let kept, raw != embedded, now == .givenUp {
                 let keptLink = _CallbackNode._nextField(kept)
                 _exploreWrite(keptLink)
                 keptLink.pointee = current
@@ -263,11 +282,11 @@ extension _FutureCore {
     }
 
     /// Whether the heap node at `raw` (on the stack, under the scan bit or the lock) gave up for
-    /// good (see `hasGivenUp`); never the embedded node.
+    /// good (`_InterestNow.givenUp`); never the embedded node.
     func givenUp(_ raw: UnsafeMutableRawPointer) -> Bool {
         guard raw != embeddedNode else { return false }
         let interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
-        return Self.hasGivenUp(interest, raw + _SlotNode.slotOffset)
+        return Self.interestNow(interest, raw + _SlotNode.slotOffset, excluding: nil) == .givenUp
     }
 
     /// Puts the unlinked node `raw` on the list `unlinked` (through its own link).
@@ -278,50 +297,39 @@ extension _FutureCore {
         unlinked = raw
     }
 
-    /// Whether a registration of kind `interest`, stored at `registration`, wants the result no
-    /// more and never will again, and would do nothing if it ran: a `derived` one whose future
-    /// is claimed (a step, a forward, a `cascade` link, an isolated step's `_DerivedInterest`:
-    /// each only completes that future, which is then a no-op), a `combinator` input whose
-    /// aggregator is decided (its token taken: its report only counts down). Both only ever
-    /// go one way. Not a callback, an `onCancel` handler, a flagged group registration, nor
-    /// `derivedRunning`: they run code whatever their future's state.
-    static func hasGivenUp(_ interest: UInt8, _ registration: UnsafeMutableRawPointer) -> Bool {
-        guard interest == _Interest.derived || interest == _Interest.combinator else { return false }
-        let object = registration.load(as: UnsafeRawPointer.self)
-        let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
-            .assumingMemoryBound(to: ff_atomic_word.self)
-        if interest == _Interest.derived {
-            return ff_atomic_word_load_acquire(words) & _State.claimed != 0
-        }
-        return ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
-    }
-
-    /// Whether a registration of kind `interest`, stored at `registration`, wants the result.
-    static func wants(_ interest: UInt8, _ registration: UnsafeMutableRawPointer, excluding: UnsafeRawPointer?) -> Bool
-    {
+    /// What the registration of kind `interest`, stored at `registration`, is to a forwarded
+    /// cancellation's scan now (see `_Interest`, `_InterestNow`). The one reading of the facts
+    /// the scan decides on - a derived future's CLAIMED bit, an aggregator's token - for both of
+    /// its questions: whether the source is still wanted, and what it may unlink.
+    static func interestNow(
+        _ interest: UInt8, _ registration: UnsafeMutableRawPointer, excluding: UnsafeRawPointer?
+    ) -> _InterestNow {
         switch interest {
         case _Interest.derived, _Interest.derivedRunning, _Interest.combinator:
-            // The object the registration holds (+1) first: a future, or an aggregator.
-            let object = registration.load(as: UnsafeRawPointer.self)
-            if object == excluding { return false }
-            // Its first stored word, right after the object header: a future's state word, an
+            // The object the registration holds (+1) first: a future, or an aggregator. Its
+            // first stored word, right after the object header: a future's state word, an
             // aggregator's `_remaining` (then `_taken`). acquire: pairs with the release of
             // whoever claimed it before taking a scan bit here (see `withdraw`).
+            let object = registration.load(as: UnsafeRawPointer.self)
             let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
                 .assumingMemoryBound(to: ff_atomic_word.self)
-            if interest == _Interest.combinator {
-                return ff_atomic_word_load_acquire(words + 1) == 0  // `_Aggregator.untaken`
-            }
-            return ff_atomic_word_load_acquire(words) & _State.claimed == 0
+            let decided =
+                interest == _Interest.combinator
+                ? ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
+                : ff_atomic_word_load_acquire(words) & _State.claimed != 0
+            // Decided is for good: a claimed future, a taken token. A `derivedRunning`
+            // registration still runs code then.
+            if decided { return interest == _Interest.derivedRunning ? .idle : .givenUp }
+            return object == excluding ? .idle : .wants
         case _Interest.consumer:
-            return true  // a callback: it cannot give up
+            return .wants  // a callback: it cannot give up
         case _Interest.flagged:
             let object = registration.load(as: UnsafeRawPointer.self)
             let word = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
                 .assumingMemoryBound(to: ff_atomic_word.self)
-            return ff_atomic_word_load_relaxed(word) != 0
+            return ff_atomic_word_load_relaxed(word) != 0 ? .wants : .idle
         default:
-            return false  // an observer, an `onCancel` handler
+            return .idle  // an observer, an `onCancel` handler
         }
     }
 }
