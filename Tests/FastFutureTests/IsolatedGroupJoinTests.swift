@@ -14,8 +14,8 @@ struct IsolatedGroupJoinTests {
     /// claimed registered before the cancellation: the source is not cancelled. Either way the
     /// callback runs exactly once, with the source's result.
     ///
-    /// The window is a few instructions wide: with the join counted by the group's word alone
-    /// (no registration on the future), measured about 1 miss in 60,000 rounds on 2 loaded cores;
+    /// The window is a few instructions wide: with the join counted in the group alone (no
+    /// registration on the future), measured about 1 miss in 60,000 rounds on 2 loaded cores;
     /// the explorer finds it deterministically.
     @Test(arguments: FutureVariant.allCases)
     func aCallbackThatJoinedAStepGroupBeforeTheClaimKeepsTheSource(variant: FutureVariant) {

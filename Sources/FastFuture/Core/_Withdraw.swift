@@ -20,12 +20,12 @@ import AtomicsShim
 ///   executor, the main actor or an actor) is a consumer that cannot give up: while it is
 ///   registered, the source is wanted, so a forwarded cancellation leaves it alone. (`cancel()`
 ///   on the source itself still cancels it, and the callback is told so.) The value 0, so that
-///   the embedded node's byte - 0 from the future's init - needs no store for a callback;
-/// - `observer`: never. A watcher of the library's own that stands for no consumer;
-/// - `flagged`: while the word right after the header of the object at the registration's offset
-///   0 is not zero: a main-actor or actor queue's registration for a group of bodies, which
-///   wants the result once the group holds a callback's body (a `map(on:)`/... step's body
-///   does not: its derived future speaks for it, through a `_DerivedInterest` registration);
+///   the embedded node's byte - 0 from the future's init - needs no store for a callback. A
+///   main-actor or actor callback's is its group's registration (`_IsolatedWatch`), or, if it
+///   joined a group of steps' bodies, one of its own (`_ConsumerInterest`);
+/// - `observer`: never. A watcher of the library's own that stands for no consumer (a main-actor
+///   or actor queue's registration for a group of steps' bodies, `_IsolatedStepsWatch`: each
+///   step's derived future speaks for it, through a `_DerivedInterest` registration);
 /// - `cancelHandler`: never. An `onCancel` handler is what a cancellation runs, not a consumer;
 /// - `derived`: the future at the registration's offset 0 (a `map`/`flatMap`/... step's derived
 ///   future - a main-actor or actor step's through its `_DerivedInterest` -, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
@@ -50,11 +50,10 @@ internal enum _Interest {
     @usableFromInline static let derived: UInt8 = 2
     @usableFromInline static let combinator: UInt8 = 3
     @usableFromInline static let observer: UInt8 = 4
-    @usableFromInline static let flagged: UInt8 = 5
     /// As `derived`, for a registration that still runs code once its future is claimed (an
     /// `always` step's body, a timeout's timer cancellation, a retry's or a bounded `all`'s
     /// driver): it wants the result as `derived` does, but a withdrawal never unlinks it.
-    @usableFromInline static let derivedRunning: UInt8 = 6
+    @usableFromInline static let derivedRunning: UInt8 = 5
 }
 
 /// What a registration is to a forwarded cancellation's scan at the moment it reads it
@@ -63,9 +62,8 @@ internal enum _InterestNow {
     /// It wants the source's result: the scan leaves the source alone.
     case wants
     /// It wants nothing now, but stays on the stack: it runs code whatever its future's state
-    /// (an `onCancel` handler, an observer, a `derivedRunning` registration), may want the result
-    /// later (a flagged group registration), or holds the object that is giving up
-    /// (`excluding`), not claimed yet.
+    /// (an `onCancel` handler, an observer, a `derivedRunning` registration), or holds the object
+    /// that is giving up (`excluding`), not claimed yet.
     case idle
     /// It wants nothing and never will again, and would do nothing if it ran: a `derived` one
     /// whose future is claimed (a step, a forward, a `cascade` link, an isolated step's
@@ -323,11 +321,6 @@ extension _FutureCore {
             return object == excluding ? .idle : .wants
         case _Interest.consumer:
             return .wants  // a callback: it cannot give up
-        case _Interest.flagged:
-            let object = registration.load(as: UnsafeRawPointer.self)
-            let word = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
-                .assumingMemoryBound(to: ff_atomic_word.self)
-            return ff_atomic_word_load_relaxed(word) != 0 ? .wants : .idle
         default:
             return .idle  // an observer, an `onCancel` handler
         }

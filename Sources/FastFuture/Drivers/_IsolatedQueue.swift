@@ -1,4 +1,3 @@
-import AtomicsShim
 import Dispatch
 
 /// The bodies registered for one isolation domain - the main actor, or one actor - run by that
@@ -154,7 +153,10 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     ///   - body: Runs on the domain, once, unless the future is dropped while pending.
     ///   - consumer: Whether `body` is a callback (`whenComplete`/`whenSuccess`/`whenFailure`):
     ///     then the future is wanted while the body waits, and a forwarded cancellation leaves it
-    ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it.
+    ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it. The
+    ///     group's registration on the future is a consumer if its first body is a callback's
+    ///     (`_IsolatedWatch`), else an observer (`_IsolatedStepsWatch`); the first callback that
+    ///     joins a group of steps' bodies registers a consumer of its own (`_ConsumerInterest`).
     func register<Value: Sendable>(
         on future: Future<Value>,
         consumer: Bool = false,
@@ -186,17 +188,21 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         if submit { submitDrain() }
         if firstConsumer {
             // The first callback of a group that held steps' bodies only: the group's
-            // registration did not want the future until now, and a forwarded cancellation's scan
-            // may have read its flag as 0 already. Its final compare-and-swap fails only if the
-            // future's state word changed: this callback's interest goes there, as any callback's
-            // does (pushed before this call returns; registered after that CAS, it is a
-            // registration on a cancelled future and sees the cancellation).
+            // registration (an observer) does not want the future, so this callback's interest
+            // goes on the future's stack, as any callback's does - pushed before this call
+            // returns, so a forwarded cancellation's scan sees it or fails its final
+            // compare-and-swap on the push; registered after that CAS, it is a registration on a
+            // cancelled future and sees the cancellation.
             future._register(_ConsumerInterest<Value>())
         }
         guard let added else { return }
         // Outside the lock: the callback may run at once (the future may have completed since).
         let token = _IsolatedToken(queue: self, group: added, key: key)
-        future._register(_IsolatedWatch(group: added, token: token))
+        if consumer {
+            future._register(_IsolatedWatch(token: token))
+        } else {
+            future._register(_IsolatedStepsWatch(token: token))
+        }
     }
 
     /// Under the lock: gives `group` its result and appends it to `ready`.
@@ -342,35 +348,32 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
     /// per domain), the others in `more`.
     typealias Bodies = (first: Body?, more: [(number: UInt64, body: Body?)])
 
-    /// 1 once the group holds a callback's body (a consumer of the future's result), else 0: what
-    /// a forwarded cancellation's scan reads through the group's registration (`_IsolatedWatch`,
-    /// `_Interest.flagged`). The first stored property: right after the object header, where
-    /// the scan looks. Set under the queue's lock (relaxed: it carries no other data).
-    var _consumers: ff_atomic_word
     private let firstNumber: UInt64
     private var bodies: Bodies
     /// Set, with `result`, when the group moves to the queue's `ready`; never reset.
     fileprivate var isReady = false
+    /// Whether the future has a consumer's registration for the group's callbacks: the group's
+    /// own, if its first body is a callback's (`_IsolatedWatch`), or the `_ConsumerInterest` of
+    /// the first callback that joined it. Read and written under the queue's lock only; no
+    /// forwarded cancellation reads it (it reads the registrations on the future).
+    private var hasConsumer: Bool
     fileprivate var result: Result<Value, any Error>?
 
     init(_ body: @escaping Body, number: UInt64, consumer: Bool) {
-        _consumers = ff_atomic_word_make(consumer ? 1 : 0)
+        hasConsumer = consumer
         firstNumber = number
         bodies = (body, [])
     }
 
     /// Adds a body registered later than those it holds.
     ///
-    /// - Returns: Whether it is the group's first callback's body (`_consumers` was 0): then
-    ///   the caller registers the callback's interest on the future (see `_IsolatedQueue.register`).
+    /// - Returns: Whether it is a callback's body in a group that had no consumer on the future
+    ///   yet (steps' bodies only): then the caller registers the callback's interest on the
+    ///   future (see `_IsolatedQueue.register`).
     func add(_ body: @escaping Body, number: UInt64, consumer: Bool) -> Bool {
         bodies.more.append((number, body))
-        let word = _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
-        // Relaxed: the word carries no other data, and is written only under the queue's lock. A
-        // scan that reads it at the same time may miss the store: the caller's registration on
-        // the future is what that scan's final compare-and-swap orders against.
-        guard consumer, ff_atomic_word_load_relaxed(word) == 0 else { return false }
-        ff_atomic_word_store_relaxed(word, 1)
+        guard consumer, !hasConsumer else { return false }
+        hasConsumer = true
         return true
     }
 
@@ -517,7 +520,7 @@ extension Future {
         let step = _Step(derived: derived, body: body, on: InlineExecutor())
         queue.register(on: self) { result in step.run(with: result, node: nil) }
         // The step's interest in this future, for a forwarded cancellation's scan: the group's
-        // registration stands for callbacks only (see `_IsolatedWatch`).
+        // registration stands for callbacks only (see `_IsolatedQueue.register`).
         _register(_DerivedInterest<Value, Body.Output>(derived: derived))
         return derived
     }
@@ -555,8 +558,8 @@ extension _IsolatedQueue {
     }
 }
 
-/// The interest of a callback that joined a group whose registration on the future did not
-/// want the result (a group of steps' bodies, see `_IsolatedQueue.register`): a consumer
+/// The interest of a callback that joined a group whose registration on the future does not
+/// want the result (a group of steps' bodies, `_IsolatedStepsWatch`): a consumer
 /// (`_Interest.consumer`, the default) that does nothing when it runs - the callback's body runs
 /// from the group.
 private struct _ConsumerInterest<Value: Sendable>: _Registration {
@@ -567,18 +570,31 @@ private struct _ConsumerInterest<Value: Sendable>: _Registration {
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
 
-/// A queue's registration on a future for one group: hands the result to the group's token.
-/// Its interest (`_Interest.flagged`) is the group's `_consumers` word: the future is wanted
-/// while the group holds a callback's body, not for steps' bodies alone.
+/// A queue's registration on a future for a group made for a callback's body: hands the result
+/// to the group's token. A consumer (`_Interest.consumer`, the default): the future is wanted
+/// while the callback waits in the group.
 internal struct _IsolatedWatch<Value: Sendable>: _Registration {
     typealias Source = Value
-    /// First: the object whose first word a forwarded cancellation's scan reads.
-    let group: _IsolatedGroup<Value>
     let token: _IsolatedToken<Value>
 
     static var _embeddable: Bool { true }
 
-    static var _interest: UInt8 { _Interest.flagged }
+    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
+        token.fire(result)
+    }
+}
+
+/// A queue's registration on a future for a group made for a step's body: hands the result to
+/// the group's token. An observer (`_Interest.observer`): each step's derived future speaks for
+/// it (`_DerivedInterest`), and a callback that joins the group later registers its own
+/// interest (`_ConsumerInterest`).
+internal struct _IsolatedStepsWatch<Value: Sendable>: _Registration {
+    typealias Source = Value
+    let token: _IsolatedToken<Value>
+
+    static var _embeddable: Bool { true }
+
+    static var _interest: UInt8 { _Interest.observer }
 
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         token.fire(result)

@@ -13,7 +13,8 @@
         /// future speaks for it), and T0 cancels that derived future: the cancellation is
         /// forwarded to the source, whose scan finds nobody that wants it. At the same time T1
         /// registers an actor callback on the source (`whenComplete(on: actor)`), which joins
-        /// the existing group instead of making a registration of its own. A callback whose
+        /// the existing group - whose registration on the source is an observer - and so
+        /// registers its interest on the source itself (`_ConsumerInterest`). A callback whose
         /// registration returned while the source was not claimed yet registered before the
         /// cancellation: it is a consumer, and the source is not cancelled. One that came after
         /// the cancellation sees it. Either way the callback runs exactly once (the drains are
