@@ -138,6 +138,7 @@
             core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers + cycles + waiting + urgent
             + isolatedJoin
             + sharedUnlink
+            + unlinkEmbedded
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [
