@@ -33,9 +33,12 @@ extension Future {
     ///   queued and runs right after the callback returns. A call that lost to another
     ///   completion or cancellation returns without waiting for that thread's callbacks.
     public func cancel() {
-        switch _complete(.failure(CancellationError()), byCancel: true) {
+        // The claim, then the error stored directly (as `_withdraw` does): this method is not
+        // specialized, and `_complete(.failure(...))` would look up `Result<Value, _>`'s metadata.
+        switch _core.claim(byCancel: true) {
         case .won:
-            return
+            _storeError(_cancellationError)
+            _publishStored(byCancel: true)
         case .lostToCancel, .lostToCompletion:
             // The winner may be between its claim and its publish: the only wait in the state
             // machine, a few instructions long (see `_FutureCore.awaitPublished`).
@@ -43,3 +46,7 @@ extension Future {
         }
     }
 }
+
+/// The error a cancellation stores: one box for every cancelled future, made once, so that a
+/// cancellation retains it instead of allocating its own (`CancellationError` holds nothing).
+internal let _cancellationError: any Error = CancellationError()

@@ -54,8 +54,17 @@ extension Future {
     /// runs the callbacks.
     @inlinable @inline(__always)
     internal func _completeClaimed(_ result: Result<Value, any Error>, byCancel: Bool) {
-        let core = _core
         _storeResult(result)
+        _publishStored(byCancel: byCancel)
+    }
+
+    /// The rest of `_completeClaimed`, once the result is written: publishes, wakes the waiters,
+    /// forwards a cancellation, runs the callbacks. Mentions no `Result<Value, _>`, so a caller
+    /// that stores an error with `_storeError` (a forwarded cancellation, in generic code) does
+    /// not look up that type's metadata.
+    @inlinable @inline(__always)
+    internal func _publishStored(byCancel: Bool) {
+        let core = _core
         let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
         // Waiters first: they wait for the result, not for the callbacks.
         if waiters != 0 {

@@ -148,6 +148,20 @@ extension Future {
         cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = tag
     }
 
+    /// Writes a failure, as `_storeResult(.failure(error))` does, without a `Result<Value, _>`:
+    /// unspecialized code (a forwarded cancellation's `_withdraw`) would look up that type's
+    /// metadata to make one and to read it, a few hundred instructions each time.
+    @inlinable
+    internal func _storeError(_ error: any Error) {
+        let cell = _resultCellPointer
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
+        #endif
+        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
+        payload.initializeMemory(as: (any Error).self, repeating: error, count: 1)
+        cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = _ResultCell.error
+    }
+
     /// Destroys the result, if any (deinit: the last reference is gone).
     @usableFromInline @inline(__always)
     internal func _destroyResult() {

@@ -343,7 +343,10 @@ extension Future {
             unlinked: &unlinked)
         switch outcome {
         case .cancelled:
-            _completeClaimed(.failure(CancellationError()), byCancel: true)
+            // The error stored directly: `.failure(...)` would look up `Result<Value, _>`'s
+            // metadata here (unspecialized code), twice per call.
+            _storeError(_cancellationError)
+            _publishStored(byCancel: true)
         case .lostToCancel, .lostToCompletion:
             core.awaitPublished()
         case .wanted:

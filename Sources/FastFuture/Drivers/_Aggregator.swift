@@ -258,7 +258,11 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     /// The decider of `first`/`race` (`winner` set, the token taken): cancels the losers
     /// urgently, then delivers - or, inside urgent work, once that is done (see the type's
     /// comment).
-    @usableFromInline
+    ///
+    /// Inlinable, as `_deliver`, so that both are specialized where `_input` is: unspecialized,
+    /// each `Result<Output, _>` they make or read looks up its metadata (a few hundred
+    /// instructions, seven times per decision). Not inlined: `all`'s `_input` stays as it was.
+    @inlinable @inline(never)
     func _decide() {
         let delivered = _Trampoline.runUrgently {
             for other in 0..<count where other != winner {
@@ -281,7 +285,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     /// `first`/`race` holds none of its inputs' values, even while its losers' callbacks still
     /// wait in this thread's queue (they keep only this small object). A delivery that lost to a
     /// cancellation leaves the buffer to deinit, as that cancellation may be reading it.
-    @usableFromInline
+    @inlinable
     func _deliver() {
         let outcome = derived._complete(inputs[winner]._completedResultAcquiring.map { $0 as! Output })
         if case .won = outcome {
