@@ -14,6 +14,18 @@ struct LosersFirstTests {
     /// How the deciding completion happens: at top level, or inside another future's callback.
     enum Completer: CaseIterable, Sendable {
         case topLevel, insideACallback
+
+        /// Runs `decide` at top level, or inside a callback on a `variant` future completed here.
+        func run(_ variant: FutureVariant, _ decide: @escaping @Sendable () -> Void) {
+            switch self {
+            case .topLevel:
+                decide()
+            case .insideACallback:
+                let trigger = Promise<Void>(variant: variant)
+                trigger.future.whenComplete { _ in decide() }
+                trigger.succeed(())
+            }
+        }
     }
 
     /// The handlers reached from the losers, by name, each with whether the combinator's result
@@ -58,17 +70,26 @@ struct LosersFirstTests {
 
     static let everyHandler: Set<String> = ["p", "inner", "q", "r"]
 
+    /// `combinator` (`"race"` or `"first"`) of a pending `winner` and the `losers`, with the
+    /// handlers the losers reach, each noting whether the combined future was complete then.
+    static func decidedByAWinner(
+        _ combinator: String, _ variant: FutureVariant
+    ) -> (combined: Future<Int>, winner: Promise<Int>, handlers: Handlers) {
+        let combined = LockedBox<Future<Int>?>(nil)
+        let handlers = Handlers { combined.snapshot?.isComplete ?? false }
+        let winner = Promise<Int>(variant: variant)
+        let inputs = [winner.future] + losers(variant, handlers)
+        let future = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
+        combined.withLock { $0 = future }
+        return (future, winner, handlers)
+    }
+
     @Test(
         "first/race: every handler forwarded from the losers has run before the result is visible",
         arguments: FutureVariant.allCases, Completer.allCases)
     func forwardedHandlersRunBeforeTheResult(variant: FutureVariant, completer: Completer) throws {
         for combinator in ["race", "first"] {
-            let combined = LockedBox<Future<Int>?>(nil)
-            let handlers = Handlers { combined.snapshot?.isComplete ?? false }
-            let winner = Promise<Int>(variant: variant)
-            let inputs = [winner.future] + Self.losers(variant, handlers)
-            let future = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
-            combined.withLock { $0 = future }
+            let (future, winner, handlers) = Self.decidedByAWinner(combinator, variant)
             let seenByCallback = LockedBox<Set<String>?>(nil)
             future.whenComplete { _ in seenByCallback.withLock { $0 = handlers.names } }
             let seenByWaiter = LockedBox<Set<String>?>(nil)
@@ -79,14 +100,7 @@ struct LosersFirstTests {
                 seenByWaiter.withLock { $0 = handlers.names }
                 waiterDone.leave()
             }.start()
-            switch completer {
-            case .topLevel:
-                winner.succeed(7)
-            case .insideACallback:
-                let trigger = Promise<Void>(variant: variant)
-                trigger.future.whenComplete { _ in winner.succeed(7) }
-                trigger.succeed(())
-            }
+            completer.run(variant) { winner.succeed(7) }
             waiterDone.wait()
             #expect(try future.peek()?.get() == 7)
             #expect(handlers.late == [], "\(combinator), \(completer): result visible before these handlers ran")
@@ -126,14 +140,7 @@ struct LosersFirstTests {
         let order = LockedBox<[String]>([])
         inner.whenComplete { _ in order.append("inner:\(innerHandlers.names.sorted())") }
         outerFuture.whenComplete { _ in order.append("outer:\(outerHandlers.names.sorted())") }
-        switch completer {
-        case .topLevel:
-            w.succeed(1)
-        case .insideACallback:
-            let trigger = Promise<Void>(variant: variant)
-            trigger.future.whenComplete { _ in w.succeed(1) }
-            trigger.succeed(())
-        }
+        completer.run(variant) { w.succeed(1) }
         #expect(try outerFuture.peek()?.get() == 1)
         #expect(inner.peek()?.failureValue is CancellationError)
         #expect(outerHandlers.late == [], "outer's result visible before its loser's handler ran")
@@ -153,12 +160,7 @@ struct LosersFirstTests {
         arguments: FutureVariant.allCases, Completer.allCases)
     func resultDoesNotWaitForALaterBlockingCallback(variant: FutureVariant, completer: Completer) throws {
         for combinator in ["race", "first"] {
-            let combined = LockedBox<Future<Int>?>(nil)
-            let handlers = Handlers { combined.snapshot?.isComplete ?? false }
-            let winner = Promise<Int>(variant: variant)
-            let inputs = [winner.future] + Self.losers(variant, handlers)
-            let future = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
-            combined.withLock { $0 = future }
+            let (future, winner, handlers) = Self.decidedByAWinner(combinator, variant)
             let observed = LockedBox<(value: Int?, handlers: Set<String>)?>(nil)
             winner.future.whenComplete { _ in
                 let looked = DispatchSemaphore(value: 0)
@@ -169,14 +171,7 @@ struct LosersFirstTests {
                 }.start()
                 looked.wait()
             }
-            switch completer {
-            case .topLevel:
-                winner.succeed(7)
-            case .insideACallback:
-                let trigger = Promise<Void>(variant: variant)
-                trigger.future.whenComplete { _ in winner.succeed(7) }
-                trigger.succeed(())
-            }
+            completer.run(variant) { winner.succeed(7) }
             let seen = try #require(observed.snapshot)
             #expect(
                 seen.value == 7, "\(combinator), \(completer): result held by a later callback on the deciding thread")
@@ -234,14 +229,7 @@ struct LosersFirstTests {
         result.withLock { $0 = all }
         let seenByCallback = LockedBox<Set<String>?>(nil)
         all.whenFailure { _ in seenByCallback.withLock { $0 = handlers.names } }
-        switch completer {
-        case .topLevel:
-            failing.fail(TestFailure(1))
-        case .insideACallback:
-            let trigger = Promise<Void>(variant: variant)
-            trigger.future.whenComplete { _ in failing.fail(TestFailure(1)) }
-            trigger.succeed(())
-        }
+        completer.run(variant) { failing.fail(TestFailure(1)) }
         #expect(all.peek()?.failureValue as? TestFailure == TestFailure(1))
         #expect(handlers.late == [], "failure visible before these handlers ran")
         #expect(seenByCallback.snapshot == Self.everyHandler)
@@ -398,24 +386,10 @@ extension LosersFirstTests {
             let loser = Promise<Int>(variant: variant)
             let inputs = [winner.future, loser.future]
             let combined = combinator == "race" ? Future.race(inputs) : Future.first(inputs)
-            let waiterSaw = DispatchSemaphore(value: 0)
-            let callbackSawWaiter = LockedBox<Bool?>(nil)
-            loser.future.whenFailure { _ in
-                let seen = waiterSaw.wait(timeout: .now() + 2) == .success
-                callbackSawWaiter.withLock { $0 = seen }
-            }
-            let waiterDone = DispatchGroup()
-            waiterDone.enter()
-            Thread {
-                _ = try? combined.wait()
-                waiterSaw.signal()
-                waiterDone.leave()
-            }.start()
-            winner.succeed(1)
-            waiterDone.wait()
-            #expect(!loser.isCancelled, "\(combinator): a loser with a pending callback is left to it")
-            loser.fail(TestFailure(1))
-            #expect(callbackSawWaiter.snapshot == true, "\(combinator)")
+            let callbackSawWaiter = waitElsewhere(
+                on: combined, decidedBy: { winner.succeed(1) }, withACallbackOn: loser,
+                thatWasLeftAlone: { #expect(!$0, "\(combinator): a loser with a pending callback is left to it") })
+            #expect(callbackSawWaiter == true, "\(combinator)")
         }
     }
 
@@ -427,9 +401,28 @@ extension LosersFirstTests {
         let failing = Promise<Int>(variant: variant)
         let inFlight = Promise<Int>(variant: variant)
         let combined = Future<Int>.all([{ failing.future }, { inFlight.future }], maxConcurrent: 2)
+        let callbackSawWaiter = waitElsewhere(
+            on: combined, decidedBy: { failing.fail(CancellationError()) }, withACallbackOn: inFlight,
+            thatWasLeftAlone: { #expect(!$0, "its callback wants it") })
+        #expect(callbackSawWaiter == true)
+    }
+
+    /// A thread waits on `combined` while a failure callback on `input` waits (up to 2 s) for
+    /// that waiter to have seen `combined`'s result. `decide` decides `combined`; once the waiter
+    /// returned, `leftAlone` gets whether `input` was cancelled, and `input` fails on its own,
+    /// which runs the callback.
+    ///
+    /// - Returns: Whether the callback saw the waiter's return (`nil`: it never ran; `false`:
+    ///   it ran first, or the waiter was held back behind it and it timed out).
+    private func waitElsewhere<Combined: Sendable>(
+        on combined: Future<Combined>,
+        decidedBy decide: () -> Void,
+        withACallbackOn input: Promise<Int>,
+        thatWasLeftAlone leftAlone: (_ inputWasCancelled: Bool) -> Void
+    ) -> Bool? {
         let waiterSaw = DispatchSemaphore(value: 0)
         let callbackSawWaiter = LockedBox<Bool?>(nil)
-        inFlight.future.whenFailure { _ in
+        input.future.whenFailure { _ in
             let seen = waiterSaw.wait(timeout: .now() + 2) == .success
             callbackSawWaiter.withLock { $0 = seen }
         }
@@ -440,11 +433,11 @@ extension LosersFirstTests {
             waiterSaw.signal()
             waiterDone.leave()
         }.start()
-        failing.fail(CancellationError())
+        decide()
         waiterDone.wait()
-        #expect(!inFlight.isCancelled, "its callback wants it")
-        inFlight.fail(TestFailure(1))
-        #expect(callbackSawWaiter.snapshot == true)
+        leftAlone(input.isCancelled)
+        input.fail(TestFailure(1))
+        return callbackSawWaiter.snapshot
     }
 
     /// A loser's `onCancel` handler that re-enters: makes and decides another race, times out a

@@ -15,24 +15,11 @@ struct SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases)
     func eachKindOfStepAloneStillCancelsItsSource(variant: FutureVariant) {
         let queue = DispatchQueue(label: "step-kinds")
-        let steps: [(String, (Future<Int>) -> any FutureCancellable)] = [
-            ("map", { $0.map { $0 + 1 } }),
-            ("map(on: queue)", { $0.map(on: queue) { $0 + 1 } }),
-            ("flatMap", { $0.flatMap { Future<Int>.succeeded($0) } }),
-            ("recover", { $0.recover { _ in 0 } }),
-            ("flatMapError", { $0.flatMapError { _ in Future<Int>.succeeded(0) } }),
-            ("mapError", { $0.mapError { $0 } }),
-            ("always", { $0.always { _ in } }),
-            ("tap", { $0.tap { _ in } }),
-            ("timeout", { $0.timeout(after: .seconds(60)) }),
-            ("and", { $0.and($0) }),
-            ("zip", { Future<(Int, Int, Int)>.zip($0, $0.map { $0 }, $0) }),
-            ("reduce", { Future<Int>.reduce(0, [$0, $0]) { $0 + $1 } }),
-            ("all of it twice", { Future<Int>.all([$0, $0]) }),
-            ("allSettled of it twice", { Future<Int>.allSettled([$0, $0]) }),
-            ("race of it twice", { Future<Int>.race([$0, $0]) }),
-            ("first of it twice", { Future<Int>.first([$0, $0]) }),
-        ]
+        let steps: [Self.Consumer] =
+            Self.stepsAndCombinators(on: queue) + [
+                ("always", { $0.always { _ in } }),
+                ("timeout", { $0.timeout(after: .seconds(60)) }),
+            ]
         for (name, make) in steps {
             let promise = Promise<Int>(variant: variant)
             let cancels = AtomicCount()
@@ -178,18 +165,52 @@ struct SharedCancellationConsumersTests {
         }
     }
 
-    /// A race gives up its losers: first a shared one (wanted by its other consumer), then one
-    /// whose `onCancel` handler cancels that other consumer. The race is decided before it gives
-    /// up anything, so the other consumer's withdrawal finds nobody left and cancels the shared
-    /// loser, once.
-    @Test(arguments: FutureVariant.allCases)
-    func aConsumerGivingUpWhileARaceGivesUpItsLosersLeavesTheSharedLoserCancelled(variant: FutureVariant) {
+    /// A kind of consumer, by name: makes one on the source it is given.
+    typealias Consumer = (String, (Future<Int>) -> any FutureCancellable)
+
+    /// The consumers of one source that the single-source checks make: each step kind whose body
+    /// does not run once its future is cancelled (`queue`: the executor of `map(on:)`), and each
+    /// combinator over the source twice.
+    static func stepsAndCombinators(on queue: DispatchQueue) -> [Consumer] {
+        [
+            ("map", { $0.map { $0 + 1 } }),
+            ("map(on: queue)", { $0.map(on: queue) { $0 + 1 } }),
+            ("flatMap", { $0.flatMap { Future<Int>.succeeded($0) } }),
+            ("recover", { $0.recover { _ in 0 } }),
+            ("flatMapError", { $0.flatMapError { _ in Future<Int>.succeeded(0) } }),
+            ("mapError", { $0.mapError { $0 } }),
+            ("tap", { $0.tap { _ in } }),
+            ("and", { $0.and($0) }),
+            ("zip", { Future<(Int, Int, Int)>.zip($0, $0.map { $0 }, $0) }),
+            ("reduce", { Future<Int>.reduce(0, [$0, $0]) { $0 + $1 } }),
+            ("all of it twice", { Future<Int>.all([$0, $0]) }),
+            ("allSettled of it twice", { Future<Int>.allSettled([$0, $0]) }),
+            ("race of it twice", { Future<Int>.race([$0, $0]) }),
+            ("first of it twice", { Future<Int>.first([$0, $0]) }),
+        ]
+    }
+
+    /// A shared source whose `onCancel` runs are counted, its other consumer (a `map`), and a
+    /// second promise whose `onCancel` handler makes that consumer give up.
+    static func sharedWithAConsumerThatASecondGivesUp(
+        _ variant: FutureVariant
+    ) -> (shared: Promise<Int>, sharedCancels: AtomicCount, other: Future<Int>, second: Promise<Int>) {
         let shared = Promise<Int>(variant: variant)
         let sharedCancels = AtomicCount()
         shared.onCancel { sharedCancels.increment() }
         let other = shared.future.map { $0 }
         let second = Promise<Int>(variant: variant)
         second.onCancel { other.cancel() }
+        return (shared, sharedCancels, other, second)
+    }
+
+    /// A race gives up its losers: first a shared one (wanted by its other consumer), then one
+    /// whose `onCancel` handler cancels that other consumer. The race is decided before it gives
+    /// up anything, so the other consumer's withdrawal finds nobody left and cancels the shared
+    /// loser, once.
+    @Test(arguments: FutureVariant.allCases)
+    func aConsumerGivingUpWhileARaceGivesUpItsLosersLeavesTheSharedLoserCancelled(variant: FutureVariant) {
+        let (shared, sharedCancels, other, second) = Self.sharedWithAConsumerThatASecondGivesUp(variant)
         let winner = Promise<Int>(variant: variant)
         let race = Future<Int>.race([shared.future, second.future, winner.future])
         winner.succeed(7)
@@ -207,12 +228,7 @@ struct SharedCancellationConsumersTests {
     /// bounded `all`'s failure is delivered. After that, nobody wants the shared input.
     @Test(arguments: FutureVariant.allCases)
     func aConsumerGivingUpWhileABoundedAllFailsStillLeavesTheSharedInputToBeCancelled(variant: FutureVariant) {
-        let shared = Promise<Int>(variant: variant)
-        let sharedCancels = AtomicCount()
-        shared.onCancel { sharedCancels.increment() }
-        let other = shared.future.map { $0 }
-        let second = Promise<Int>(variant: variant)
-        second.onCancel { other.cancel() }
+        let (shared, sharedCancels, other, second) = Self.sharedWithAConsumerThatASecondGivesUp(variant)
         let failing = Promise<Int>(variant: variant)
         let bounded = Future<Int>.all(
             [{ shared.future }, { second.future }, { failing.future }], maxConcurrent: 3)
@@ -270,42 +286,33 @@ struct SharedCancellationConsumersTests {
     /// references them, and a waiter that gave up leaves nothing allocated on the future.
     @Test(arguments: FutureVariant.allCases)
     func aCancelledConsumersBodyIsReleasedWhileTheSharedSourceStaysPending(variant: FutureVariant) {
-        let promise = Promise<Int>(variant: variant)
-        promise.future.whenSuccess { _ in }  // the cache's own callback: keeps the source wanted
-        let deaths = AtomicCount()
-        let screens = 100
-        for _ in 0..<screens {
-            let viewModel = DeinitCounted(deaths)
-            let screen = promise.future.map { value -> Int in
-                viewModel.touch()
-                return value
-            }
+        // Each withdrawal unlinks the step of the consumer that gave up (and the ones before it):
+        // its derived future, its body and what the body captures (a view model) are gone while
+        // the source stays pending.
+        givenUpConsumersAreReleasedWhileTheSharedSourceStaysPending(variant, screens: 100) { screen in
             screen.cancel()
         }
-        #expect(!promise.isCancelled)
-        // Each withdrawal unlinked the step of the consumer that gave up (and the ones before it):
-        // its derived future, its body and what the body captures (here a view model) are gone
-        // while the source stays pending.
-        #expect(deaths.load() == screens)
-        promise.succeed(1)
-        #expect(deaths.load() == screens)
     }
 
     /// The same with timeouts: a consumer whose timeout fired over a wanted shared source.
     @Test(arguments: FutureVariant.allCases)
     func aTimedOutConsumerIsReleasedWhileTheSharedSourceStaysPending(variant: FutureVariant) {
-        let promise = Promise<Int>(variant: variant)
-        promise.future.whenSuccess { _ in }
-        let deaths = AtomicCount()
-        let screens = 50
-        for _ in 0..<screens {
-            let viewModel = DeinitCounted(deaths)
-            let timedOut = promise.future.map { value -> Int in
-                viewModel.touch()
-                return value
-            }.timeout(after: .zero)
+        givenUpConsumersAreReleasedWhileTheSharedSourceStaysPending(variant, screens: 50) { screen in
+            let timedOut = screen.timeout(after: .zero)
             #expect(timedOut.peek()?.failureValue is FutureTimeoutError)
         }
+    }
+
+    /// `screens` consumers of a source that the cache's own callback keeps wanted, each a `map`
+    /// holding a view model, given up in turn by `giveUp`: the source is never cancelled, and each
+    /// consumer's captures are released before it completes.
+    private func givenUpConsumersAreReleasedWhileTheSharedSourceStaysPending(
+        _ variant: FutureVariant, screens: Int, giveUp: (Future<Int>) -> Void
+    ) {
+        let promise = Promise<Int>(variant: variant)
+        promise.future.whenSuccess { _ in }  // the cache's own callback: keeps the source wanted
+        let deaths = AtomicCount()
+        for _ in 0..<screens { giveUp(promise.future.mapHolding(deaths)) }
         #expect(!promise.isCancelled)
         #expect(deaths.load() == screens)
         promise.succeed(1)
@@ -344,14 +351,7 @@ struct SharedCancellationConsumersTests {
         let deaths = AtomicCount()
         promise.future.whenSuccess { _ in order.withLock { $0.append(0) } }  // the embedded node
         promise.future.whenSuccess { _ in order.withLock { $0.append(1) } }
-        let steps = (0..<3).map { _ in
-            let captured = DeinitCounted(deaths)
-            return promise.future.map { value -> Int in
-                captured.touch()
-                stepRuns.increment()
-                return value
-            }
-        }
+        let steps = (0..<3).map { _ in promise.future.mapHolding(deaths, countingRunsIn: stepRuns) }
         // The first two are under a step that still wants the source: the scan stops there.
         steps[0].cancel()
         steps[1].cancel()
@@ -396,20 +396,9 @@ struct SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases)
     func withdrawalsUnlinkingRaceARegistration(variant: FutureVariant) {
         let rounds = max(1, Stress.rounds / 2)
-        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
-        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
-        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
-        let deaths = AtomicCount()
-        for index in 0..<rounds { promises[index].future.whenSuccess { _ in cacheRuns[index].increment() } }
-        let pairs = (0..<rounds).map { index in
-            (0..<2).map { _ in
-                let captured = DeinitCounted(deaths)
-                return promises[index].future.map { value -> Int in
-                    captured.touch()
-                    return value
-                }
-            }
-        }
+        let sources = CachedSources(rounds: rounds, variant: variant)
+        let (promises, lateRuns, deaths) = (sources.promises, sources.lateRuns, sources.deaths)
+        let pairs = (0..<rounds).map { index in (0..<2).map { _ in promises[index].future.mapHolding(deaths) } }
         let late = LockedBox<[Future<Int>?]>(Array(repeating: nil, count: rounds))
         _ = TestThreads.race(3, over: rounds) { thread, index in
             if thread < 2 {
@@ -423,9 +412,7 @@ struct SharedCancellationConsumersTests {
         for index in 0..<rounds {
             #expect(!promises[index].isCancelled, "round \(index): a wanted source was cancelled")
             promises[index].succeed(index)
-            #expect(cacheRuns[index].load() == 1)
-            #expect(
-                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+            sources.expectEachCallbackRanOnce(round: index)
             #expect((try? late.snapshot[index]?.peek()?.get()) == index + 1)
         }
         withExtendedLifetime(pairs) {}

@@ -128,31 +128,21 @@ extension SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases)
     func everyKindOfConsumerThatGaveUpIsUnlinkedFromAWantedSource(variant: FutureVariant) {
         let queue = DispatchQueue(label: "unlinked-kinds")
-        let kinds: [(String, (Future<Int>) -> any FutureCancellable)] = [
-            ("map", { $0.map { $0 + 1 } }),
-            ("map(on: queue)", { $0.map(on: queue) { $0 + 1 } }),
-            ("flatMap", { $0.flatMap { Future<Int>.succeeded($0) } }),
-            ("flatMap(on: a wide executor)", { $0.flatMap(on: UnlinkWideExecutor()) { Future<Int>.succeeded($0) } }),
-            ("recover", { $0.recover { _ in 0 } }),
-            ("flatMapError", { $0.flatMapError { _ in Future<Int>.succeeded(0) } }),
-            ("mapError", { $0.mapError { $0 } }),
-            ("tap", { $0.tap { _ in } }),
-            ("and", { $0.and($0) }),
-            ("zip", { Future<(Int, Int, Int)>.zip($0, $0.map { $0 }, $0) }),
-            ("reduce", { Future<Int>.reduce(0, [$0, $0]) { $0 + $1 } }),
-            ("all of it twice", { Future<Int>.all([$0, $0]) }),
-            ("allSettled of it twice", { Future<Int>.allSettled([$0, $0]) }),
-            ("race of it twice", { Future<Int>.race([$0, $0]) }),
-            ("first of it twice", { Future<Int>.first([$0, $0]) }),
-            (
-                "cascade",
-                { source in
-                    let target = Promise<Int>(variant: variant)
-                    source.cascade(to: target)
-                    return target.future
-                }
-            ),
-        ]
+        let kinds: [Self.Consumer] =
+            Self.stepsAndCombinators(on: queue) + [
+                (
+                    "flatMap(on: a wide executor)",
+                    { $0.flatMap(on: UnlinkWideExecutor()) { Future<Int>.succeeded($0) } }
+                ),
+                (
+                    "cascade",
+                    { source in
+                        let target = Promise<Int>(variant: variant)
+                        source.cascade(to: target)
+                        return target.future
+                    }
+                ),
+            ]
         for (name, make) in kinds {
             let promise = Promise<Int>(variant: variant)
             let runs = AtomicCount()
@@ -255,21 +245,11 @@ extension SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases, [false, true])
     func withdrawalsUnlinkingRaceTheSourcesCompletion(variant: FutureVariant, byCancel: Bool) {
         let rounds = max(1, Stress.rounds / 2)
-        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
-        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
-        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
+        let sources = CachedSources(rounds: rounds, variant: variant, cacheSeesCancellation: true)
+        let (promises, lateRuns, deaths) = (sources.promises, sources.lateRuns, sources.deaths)
         let stepRuns = AtomicCount()
-        let deaths = AtomicCount()
-        for index in 0..<rounds { promises[index].future.whenComplete { _ in cacheRuns[index].increment() } }
         let steps = (0..<rounds).map { index in
-            (0..<3).map { _ in
-                let captured = DeinitCounted(deaths)
-                return promises[index].future.map { value -> Int in
-                    captured.touch()
-                    stepRuns.increment()
-                    return value
-                }
-            }
+            (0..<3).map { _ in promises[index].future.mapHolding(deaths, countingRunsIn: stepRuns) }
         }
         _ = TestThreads.race(3, over: rounds) { thread, index in
             switch thread {
@@ -283,10 +263,7 @@ extension SharedCancellationConsumersTests {
         }
         for index in 0..<rounds {
             #expect(promises[index].isCancelled == byCancel, "round \(index)")
-            #expect(
-                cacheRuns[index].load() == 1, "round \(index): the first callback ran \(cacheRuns[index].load()) times")
-            #expect(
-                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+            sources.expectEachCallbackRanOnce(round: index)
         }
         #expect(stepRuns.load() <= 3 * rounds)
         withExtendedLifetime(steps) {}
@@ -300,20 +277,13 @@ extension SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases)
     func timeoutsUnlinkingTheirConsumersRaceTheSharedSourcesCompletion(variant: FutureVariant) {
         let rounds = max(1, Stress.rounds / 4)
-        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
-        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
-        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
-        let deaths = AtomicCount()
-        for index in 0..<rounds { promises[index].future.whenSuccess { _ in cacheRuns[index].increment() } }
+        let sources = CachedSources(rounds: rounds, variant: variant)
+        let (promises, lateRuns, deaths) = (sources.promises, sources.lateRuns, sources.deaths)
         let timed = TestThreads.race(3, over: rounds) { thread, index -> [Future<Int>] in
             switch thread {
             case 0:
                 return [Duration.zero, .zero, .milliseconds(1)].map { delay in
-                    let captured = DeinitCounted(deaths)
-                    return promises[index].future.map { value -> Int in
-                        captured.touch()
-                        return value
-                    }.timeout(after: delay)
+                    promises[index].future.mapHolding(deaths).timeout(after: delay)
                 }
             case 1:
                 promises[index].succeed(index)
@@ -331,9 +301,7 @@ extension SharedCancellationConsumersTests {
                     "round \(index): \(result)")
             }
             #expect(!promises[index].isCancelled, "round \(index): a wanted source was cancelled")
-            #expect(cacheRuns[index].load() == 1, "round \(index)")
-            #expect(
-                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+            sources.expectEachCallbackRanOnce(round: index)
         }
         // A timed-out consumer's withdrawal finishes on the timer thread just after its waiter woke.
         #expect(eventually { deaths.load() == 3 * rounds }, "\(deaths.load()) of \(3 * rounds) captures released")
@@ -357,13 +325,7 @@ extension SharedCancellationConsumersTests {
                     values[index].withLock { $0.append(result.failureValue is CancellationError ? -1 : 1) }
                 }
             } else {
-                let steps = (0..<2).map { _ in
-                    let captured = DeinitCounted(deaths)
-                    return source.map { value -> Int in
-                        captured.touch()
-                        return value
-                    }
-                }
+                let steps = (0..<2).map { _ in source.mapHolding(deaths) }
                 for step in steps { step.cancel() }
             }
         }
@@ -382,20 +344,11 @@ extension SharedCancellationConsumersTests {
     @Test(arguments: FutureVariant.allCases)
     func aRaceDecidedWhileItsSharedLoserCompletesLosesNoCallback(variant: FutureVariant) {
         let rounds = max(1, Stress.rounds / 2)
-        let shared = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let sources = CachedSources(rounds: rounds, variant: variant)
+        let (shared, lateRuns, deaths) = (sources.promises, sources.lateRuns, sources.deaths)
         let winners = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
-        let cacheRuns = (0..<rounds).map { _ in AtomicCount() }
-        let lateRuns = (0..<rounds).map { _ in AtomicCount() }
-        let deaths = AtomicCount()
-        for index in 0..<rounds { shared[index].future.whenSuccess { _ in cacheRuns[index].increment() } }
         let races = (0..<rounds).map { index in Future<Int>.race([shared[index].future, winners[index].future]) }
-        let mapped = (0..<rounds).map { index in
-            let captured = DeinitCounted(deaths)
-            return shared[index].future.map { value -> Int in
-                captured.touch()
-                return value
-            }
-        }
+        let mapped = (0..<rounds).map { index in shared[index].future.mapHolding(deaths) }
         _ = TestThreads.race(4, over: rounds) { thread, index in
             switch thread {
             case 0: winners[index].succeed(-1)
@@ -406,9 +359,7 @@ extension SharedCancellationConsumersTests {
         }
         for index in 0..<rounds {
             #expect(!shared[index].isCancelled, "round \(index): a wanted loser was cancelled")
-            #expect(cacheRuns[index].load() == 1, "round \(index)")
-            #expect(
-                lateRuns[index].load() == 1, "round \(index): the late callback ran \(lateRuns[index].load()) times")
+            sources.expectEachCallbackRanOnce(round: index)
             #expect(races[index].peek() != nil)
         }
         withExtendedLifetime(mapped) {}

@@ -200,11 +200,14 @@ extension Future {
         _ body: @escaping @MainActor () throws -> Value
     ) -> Future<Value> {
         let future = Future(_variant: variant, result: nil)
-        executor.execute {
-            // Cancelled while queued: skip the work.
-            guard !future.isComplete else { return }
-            future._complete(Result { try MainActor.assumeIsolated { try body() } })
-        }
+        // `executor.execute`, naming the future the work completes (for a main-thread `wait()`'s
+        // diagnostic in debug builds).
+        _IsolatedQueue.mainActor.submit(
+            {
+                // Cancelled while queued: skip the work.
+                guard !future.isComplete else { return }
+                future._complete(Result { try MainActor.assumeIsolated { try body() } })
+            }, completing: future)
         return future
     }
 }

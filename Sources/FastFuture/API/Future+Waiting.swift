@@ -22,8 +22,10 @@ extension Future {
     ///   (registered after the running one on the same future), or the thread itself.
     ///   On the main thread (the main actor), it blocks every main-actor body: a future that
     ///   needs one (a chain with an `on: .mainActor` step) never completes there. Debug builds
-    ///   trap with a message when main-actor bodies have been ready for 2 seconds while `wait()`
-    ///   blocks the main queue; release builds hang.
+    ///   trap with a message when a main-actor body registered on the future, or on a future it
+    ///   waits on (a step's source, a `flatMap`'s inner future, and so on up the chain), has been
+    ///   ready for 2 seconds while `wait()` blocks the main queue; release builds hang. Main-actor
+    ///   bodies of unrelated futures never make it trap.
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
     public func wait() throws -> Value {
         if let result = _peekRunningQueuedWork() { return try result.get() }
@@ -35,7 +37,7 @@ extension Future {
             defer { ff_parker_destroy(parker) }
             if _WaiterList.insert(parker: parker, core: _core) != nil {
                 #if DEBUG
-                    _blockingWaitThatDiagnosesAStarvedMainActor(parker)
+                    _blockingWaitThatDiagnosesAStarvedMainActor(parker, future: self)
                 #else
                     ff_parker_park(parker)
                 #endif
@@ -196,32 +198,93 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
         return key
     }()
 
+    /// Debug builds: how a main-thread `wait()` watches for the main actor it starves - slices of
+    /// `sliceNanoseconds`, a trap after `starvedSlices` starved ones in a row (2 seconds) - and,
+    /// for tests, what it saw after each slice it woke from with main-actor bodies ready: those
+    /// ready, and those ready on a future the wait waits on. Set only by a test, in its own
+    /// process, before it waits.
+    nonisolated(unsafe) internal var _mainThreadWaitCheck:
+        (
+            sliceNanoseconds: Int64, starvedSlices: Int,
+            observer: (@Sendable (_ ready: Int, _ readyOnWaitedOn: Int) -> Void)?
+        ) = (250_000_000, 8, nil)
+
     /// Debug builds: `wait()`'s block. Off the main queue, a plain wait. On it, the wait cannot
     /// end if the future needs a main-actor body (an `on: .mainActor` step): those run on the
-    /// main queue, which this wait blocks. So it waits in slices, and traps with a message once
-    /// main-actor bodies have been ready - their future complete - for 2 seconds without this
-    /// wait ending: they cannot run before it returns (a future that needs them never completes).
+    /// main queue, which this wait blocks. So it waits in slices of 250 ms, and traps with a
+    /// message once, for 2 seconds (8 slices in a row), main-actor bodies have been ready - their
+    /// future complete - on a future this one waits on: itself or one it reaches through upstream
+    /// words (its cancel targets: a step's source, the inner future a `flatMap` follows, and so
+    /// on, up to 64 futures; see `_futuresWaitedOn(by:)`). Such a body cannot run before this wait
+    /// returns, so if the future needs it, it never completes.
     ///
-    /// - Parameter parker: The waiter's parker, unparked by the completer.
-    internal func _blockingWaitThatDiagnosesAStarvedMainActor(_ parker: UnsafeMutablePointer<ff_parker>) {
+    /// Precisely: it traps when, for 2 seconds, a main-actor body (a callback or a step, whether
+    /// `.mainActor` was passed to a main-actor overload or generically) registered on a future of
+    /// that chain, or `Future.run(on: .mainActor)`'s work for one, has been ready. Main-actor
+    /// bodies of other futures never make it trap: a wait for a future another thread completes
+    /// returns however long they wait. Not seen (the wait hangs, as in a release build): work
+    /// the chain cannot name - a promise that a main-actor body would complete, work handed to
+    /// `MainActorExecutor.execute` directly, a chain through a combinator (`all`, `zip`, ...) or
+    /// longer than 64 futures. Can trap although the wait could have ended: the future that has
+    /// the ready body also has a step on another executor that the chain waits on, and that
+    /// executor has not run it for 2 seconds; or another thread would have cancelled the awaited
+    /// future later.
+    ///
+    /// - Parameters:
+    ///   - parker: The waiter's parker, unparked by the completer.
+    ///   - future: The awaited future.
+    internal func _blockingWaitThatDiagnosesAStarvedMainActor(
+        _ parker: UnsafeMutablePointer<ff_parker>,
+        future: AnyObject
+    ) {
         guard DispatchQueue.getSpecific(key: _mainQueueKey) == true else {
             ff_parker_park(parker)
             return
         }
+        let check = _mainThreadWaitCheck
         var starvedSlices = 0
-        while !ff_parker_park_for(parker, 250_000_000) {
-            let ready = _IsolatedQueue.mainActor.readyBodies
-            starvedSlices = ready > 0 ? starvedSlices + 1 : 0
-            if starvedSlices >= 8 {
+        while !ff_parker_park_for(parker, check.sliceNanoseconds) {
+            let queue = _IsolatedQueue.mainActor
+            guard queue.readyBodies > 0 else {
+                starvedSlices = 0
+                continue
+            }
+            // The futures stay alive (held here) while their identities are compared.
+            let waitedOn = _futuresWaitedOn(by: future)
+            let starving = queue.readyBodies(onAnyOf: waitedOn.map(ObjectIdentifier.init))
+            check.observer?(queue.readyBodies, starving)
+            starvedSlices = starving > 0 ? starvedSlices + 1 : 0
+            if starvedSlices >= check.starvedSlices {
                 fatalError(
                     """
-                    FastFuture: wait() is blocking the main actor (the main queue), and \(ready) main-actor \
-                    bodies ('on: .mainActor') have been ready to run for 2 seconds: they cannot run until \
-                    wait() returns, so if this future needs one of them it never completes. Await it instead \
-                    ('try await future.value', from an async context), or wait off the main thread. \
+                    FastFuture: wait() is blocking the main actor (the main queue), and \(starving) main-actor \
+                    bodies ('on: .mainActor') that the awaited future waits on have been ready to run for 2 \
+                    seconds: they cannot run until wait() returns, so the future never completes. Await it \
+                    instead ('try await future.value', from an async context), or wait off the main thread. \
                     (This check runs in debug builds.)
                     """)
             }
         }
+    }
+
+    /// Debug builds: `future` and the futures it waits on through upstream words - each the
+    /// cancel target of the one before (a step's source, the inner future a `flatMap` follows) -
+    /// up to 64, retained. The walk reads each word as the cycle check does (a borrow, see
+    /// `_FutureCore.upstreamTarget`), so a completer taking the word meanwhile is safe; it stops
+    /// at a word that holds no future (a promise's future, a combinator's state, a timer) or is
+    /// closed (a complete future: the first complete one ends the list).
+    ///
+    /// - Parameter future: A pending future (held by the caller).
+    /// - Returns: `future` first, then each future its predecessor's upstream word holds.
+    internal func _futuresWaitedOn(by future: AnyObject) -> [AnyObject] {
+        var found: [AnyObject] = [future]
+        var spare: _UpstreamBorrow? = nil
+        while found.count < _cycleWalkLimit,
+            let next = _FutureCore(found[found.count - 1]).upstreamTarget(spare: &spare),
+            next is any _UpstreamWalkable
+        {
+            found.append(next)
+        }
+        return found
     }
 #endif

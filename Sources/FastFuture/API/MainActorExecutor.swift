@@ -24,8 +24,10 @@
 /// directly, the work goes through the one queue of main-actor bodies, which the main queue
 /// drains in registration order (`execute` numbers its work when it is called). So a body
 /// passed generically is not a `@MainActor` closure, but it runs when and where the
-/// `@MainActor` overload's would, and `IsolatedWork.runMainActor()` (FastFutureTesting) and a
-/// main-thread `wait()`'s diagnostic see it too.
+/// `@MainActor` overload's would, and `IsolatedWork.runMainActor()` (FastFutureTesting) sees it
+/// too. A main-thread `wait()`'s diagnostic (debug builds) sees a body registered on a future the
+/// awaited one waits on, and `Future.run(on: .mainActor)`'s work; not work `execute(_:)` is
+/// handed directly, which belongs to no future it can name.
 ///
 /// - Note: The main actor runs its work on the main dispatch queue. Something must drain it: an
 ///   app's run loop, an `async` `main` function, `dispatchMain()`, or the test runner while a test

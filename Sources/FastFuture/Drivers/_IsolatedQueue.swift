@@ -68,6 +68,12 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     private var pending: [ObjectIdentifier: any _IsolatedReady] = [:]
     /// The groups whose future the queue has seen complete, for the next drain.
     private var ready: [any _IsolatedReady] = []
+    #if DEBUG
+        /// Debug builds: the identity of each group's future in `ready`, in the same order (for
+        /// work `submit` made ready: the future it completes, if it named one): what a `wait()` on the main thread compares with
+        /// the futures it waits on (`readyBodies(onAnyOf:)`).
+        private var readyFutures: [ObjectIdentifier?] = []
+    #endif
     /// The number the next registered body gets.
     private var nextNumber: UInt64 = 0
     private var drainScheduled = false
@@ -180,7 +186,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
             }
             if let result = future.peek() {  // an atomic load and a copy: no user code
                 if !isNew { pending[key] = nil }  // its token still holds it: nothing is released
-                return (nil, makeReady(group, with: result), false)
+                return (nil, makeReady(group, of: key, with: result), false)
             }
             if isNew { pending[key] = group }
             return (isNew ? group : nil, false, firstConsumer)
@@ -207,14 +213,20 @@ internal final class _IsolatedQueue: @unchecked Sendable {
 
     /// Under the lock: gives `group` its result and appends it to `ready`.
     ///
+    /// - Parameter future: The identity of the group's future (for work `submit` made ready: of
+    ///   the future it completes, or `nil`).
     /// - Returns: Whether the caller must submit a drain (after unlocking).
     private func makeReady<Value: Sendable>(
         _ group: _IsolatedGroup<Value>,
+        of future: ObjectIdentifier?,
         with result: Result<Value, any Error>
     ) -> Bool {
         group.isReady = true
         group.result = result
         ready.append(group)
+        #if DEBUG
+            readyFutures.append(future)
+        #endif
         if drainScheduled { return false }
         drainScheduled = true
         keptForDrain = self
@@ -231,7 +243,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         let submit = lock.withLock { () -> Bool in
             if group.isReady { return false }
             pending[key] = nil  // `group` is still held by its token: nothing is released here
-            return makeReady(group, with: result)
+            return makeReady(group, of: key, with: result)
         }
         if submit { submitDrain() }
     }
@@ -258,6 +270,9 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     @discardableResult
     func drain() -> Int {
         let (taken, kept) = lock.withLock { () -> ([any _IsolatedReady], _IsolatedQueue?) in
+            #if DEBUG
+                readyFutures = []  // `ready`'s futures: `ready` is taken whole below
+            #endif
             drainScheduled = false
             defer {
                 keptForDrain = nil
@@ -310,6 +325,21 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     var readyBodies: Int {
         lock.withLock { ready.reduce(0) { $0 + $1.count } }
     }
+
+    #if DEBUG
+        /// Debug builds: the bodies that are ready and were registered on one of `futures`, or
+        /// complete one of them (by identity; work made ready by `submit` without a future
+        /// belongs to none).
+        func readyBodies(onAnyOf futures: [ObjectIdentifier]) -> Int {
+            lock.withLock {
+                var count = 0
+                for (group, future) in zip(ready, readyFutures) where future.map(futures.contains) == true {
+                    count += group.count
+                }
+                return count
+            }
+        }
+    #endif
 
     /// For tests: the bodies the drains of this queue have handled, the drains that ran, and the
     /// groups pending now.
@@ -547,12 +577,16 @@ extension _IsolatedQueue {
     /// after the bodies that are ready now, before those registered later
     /// (`MainActorExecutor.execute`: work that is ready when submitted).
     ///
-    /// - Parameter work: Runs on the domain, once.
-    func submit(_ work: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - work: Runs on the domain, once.
+    ///   - future: The future `work` completes, if it is one (`Future.run(on: .mainActor)`'s):
+    ///     what a main-thread `wait()` for that future recognizes as work it starves (debug builds).
+    func submit(_ work: @escaping @Sendable () -> Void, completing future: AnyObject? = nil) {
         let submit = lock.withLock { () -> Bool in
             let number = nextNumber
             nextNumber &+= 1
-            return makeReady(_IsolatedGroup<Void>({ _ in work() }, number: number, consumer: false), with: .success(()))
+            let group = _IsolatedGroup<Void>({ _ in work() }, number: number, consumer: false)
+            return makeReady(group, of: future.map(ObjectIdentifier.init), with: .success(()))
         }
         if submit { submitDrain() }
     }

@@ -15,15 +15,7 @@
         /// source - never neither (the Dekker-like race the scan bit orders), never both - and
         /// `onCancel` runs once.
         static let sharedLastWithdrawals = ExploreScenario("shared-last-withdrawals") { variant in
-            let run = ExploreRun()
-            let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let consumers = [source.map { $0 }, source.map { $0 }]
-            run.watch(source, "source")
-            run.watch(consumers[0], "consumer0")
-            run.watch(consumers[1], "consumer1")
-            promise.onCancel { log.event("onCancel") }
+            let (run, log, _, source, consumers) = sharedSource(variant, consumers: ["consumer0", "consumer1"])
             for thread in 0..<2 {
                 run.threads.append {
                     consumers[thread].cancel()
@@ -44,16 +36,10 @@
         /// source: the completion waits out the scan (or the scan finds the source claimed), the
         /// source is never cancelled, and the staying consumer gets the value.
         static let sharedWithdrawalVsCompletion = ExploreScenario("shared-withdrawal-vs-completion") { variant in
-            let run = ExploreRun()
-            let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let leaving = source.map { $0 }
-            let staying = source.map { ExplorePayload($0.id + 10) }
-            run.watch(source, "source")
-            run.watch(leaving, "leaving")
-            run.watch(staying, "staying")
-            promise.onCancel { log.event("onCancel") }
+            let (run, log, promise, source, consumers) = sharedSource(variant, consumers: ["leaving", "staying"]) {
+                source, index in index == 0 ? source.map { $0 } : source.map { ExplorePayload($0.id + 10) }
+            }
+            let (leaving, staying) = (consumers[0], consumers[1])
             run.threads = [
                 { leaving.cancel() },
                 { log.expect(promise.tryComplete(.success(ExplorePayload(1))), "the completion lost") },
@@ -76,15 +62,9 @@
         /// and the source stays, or it came after the cancellation and sees it; `onCancel` runs
         /// once exactly when the source was cancelled.
         static let sharedWithdrawalVsRegistration = ExploreScenario("shared-withdrawal-vs-registration") { variant in
-            let run = ExploreRun()
-            let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let leaving = source.map { $0 }
+            let (run, log, promise, source, consumers) = sharedSource(variant)
+            let leaving = consumers[0]
             let late = LockedInner()
-            run.watch(source, "source")
-            run.watch(leaving, "leaving")
-            promise.onCancel { log.event("onCancel") }
             run.threads = [
                 { leaving.cancel() },
                 { late.future = source.map { ExplorePayload($0.id + 10) } },
@@ -95,9 +75,7 @@
                     return
                 }
                 run.watch(joined, "late")
-                let cancelled = source.peek()?.isCancellation == true
-                log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
-                if cancelled {
+                if sourceCancelled(source, onCancelIn: log) {
                     log.expect(joined.peek()?.isCancellation == true, "the source was cancelled, the late consumer not")
                 } else {
                     log.expect(!source.isComplete, "the source completed but was not cancelled")
@@ -115,14 +93,8 @@
         /// comes after the cancellation sees it. The callback runs exactly once either way, and
         /// `onCancel` runs once exactly when the source was cancelled.
         static let sharedCallbackVsWithdrawal = ExploreScenario("shared-callback-vs-withdrawal") { variant in
-            let run = ExploreRun()
-            let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let leaving = source.map { $0 }
-            run.watch(source, "source")
-            run.watch(leaving, "leaving")
-            promise.onCancel { log.event("onCancel") }
+            let (run, log, promise, source, consumers) = sharedSource(variant)
+            let leaving = consumers[0]
             run.threads = [
                 {
                     log.event("withdrawing")
@@ -134,13 +106,8 @@
                 },
             ]
             run.check = {
-                let cancelled = source.peek()?.isCancellation == true
-                log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
-                let registeredAt = log.events.firstIndex(of: "registered") ?? .max
-                let withdrawingAt = log.events.firstIndex(of: "withdrawing") ?? .max
-                if registeredAt < withdrawingAt {
-                    log.expect(!cancelled, "a callback registered before the withdrawal did not keep the source")
-                }
+                let cancelled = sourceCancelled(source, onCancelIn: log)
+                expectKept(cancelled, ifLogged: "registered", beforeTheWithdrawalIn: log, "a callback registered")
                 if cancelled {
                     log.expect(log.count("callback:cancelled") == 1, "the callback: \(log.events)")
                 } else {
@@ -151,6 +118,50 @@
                 }
             }
             return run
+        }
+
+        /// What the shared-source scenarios set up: a run, a promise whose future (`source`) the
+        /// consumers share, the consumers - `make(source, index)` for each of `names`, by default
+        /// `source.map { $0 }` - all watched, and the promise's `onCancel` logged (registered after
+        /// the consumers, which come first on the source's stack).
+        ///
+        /// - Returns: The run, its log, the promise, its future and the consumers, in `names`' order.
+        static func sharedSource(
+            _ variant: FutureVariant,
+            consumers names: [String] = ["leaving"],
+            _ make: (Future<ExplorePayload>, Int) -> Future<ExplorePayload> = { source, _ in source.map { $0 } }
+        ) -> (
+            run: ExploreRun, log: ExploreLog, promise: Promise<ExplorePayload>, source: Future<ExplorePayload>,
+            consumers: [Future<ExplorePayload>]
+        ) {
+            let run = ExploreRun()
+            let log = run.log
+            let promise = Promise<ExplorePayload>(variant: variant)
+            let source = promise.future
+            let consumers = names.indices.map { make(source, $0) }
+            run.watch(source, "source")
+            for (consumer, name) in zip(consumers, names) { run.watch(consumer, name) }
+            promise.onCancel { log.event("onCancel") }
+            return (run, log, promise, source, consumers)
+        }
+
+        /// Whether `source` was cancelled; expects its `onCancel` to have run once exactly then.
+        static func sourceCancelled(_ source: Future<ExplorePayload>, onCancelIn log: ExploreLog) -> Bool {
+            let cancelled = source.peek()?.isCancellation == true
+            log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
+            return cancelled
+        }
+
+        /// Interest that was in place (`joined` logged) before the withdrawal began
+        /// (`withdrawing` logged) keeps the source: expects it not `cancelled` then.
+        static func expectKept(
+            _ cancelled: Bool, ifLogged joined: String, beforeTheWithdrawalIn log: ExploreLog, _ what: String
+        ) {
+            let joinedAt = log.events.firstIndex(of: joined) ?? .max
+            let withdrawingAt = log.events.firstIndex(of: "withdrawing") ?? .max
+            if joinedAt < withdrawingAt {
+                log.expect(!cancelled, "\(what) before the withdrawal did not keep the source")
+            }
         }
     }
 #endif

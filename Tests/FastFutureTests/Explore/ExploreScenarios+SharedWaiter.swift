@@ -13,14 +13,8 @@
         /// during the scan, unseen, is woken by the cancellation that follows - never left
         /// asleep - and `onCancel` runs once exactly when the source was cancelled.
         static let sharedWaiterVsWithdrawal = ExploreScenario("shared-waiter-vs-withdrawal") { variant in
-            let run = ExploreRun()
-            let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let leaving = source.map { $0 }
-            run.watch(source, "source")
-            run.watch(leaving, "leaving")
-            promise.onCancel { log.event("onCancel") }
+            let (run, log, _, source, consumers) = sharedSource(variant)
+            let leaving = consumers[0]
             let waiter = ExploreWaiter()
             run.threads = [
                 {
@@ -45,13 +39,8 @@
                 },
             ]
             run.check = {
-                let cancelled = source.peek()?.isCancellation == true
-                log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
-                let insertedAt = log.events.firstIndex(of: "waiter:inserted") ?? .max
-                let withdrawingAt = log.events.firstIndex(of: "withdrawing") ?? .max
-                if insertedAt < withdrawingAt {
-                    log.expect(!cancelled, "a waiter in the list before the withdrawal did not keep the source")
-                }
+                let cancelled = sourceCancelled(source, onCancelIn: log)
+                expectKept(cancelled, ifLogged: "waiter:inserted", beforeTheWithdrawalIn: log, "a waiter in the list")
                 log.expect(waiter.wakes <= 1, "waiter woken \(waiter.wakes) times")
                 if log.count("waiter:gave-up") == 1 {
                     log.expect(waiter.wakes == 0, "a waiter that gave up was woken")
