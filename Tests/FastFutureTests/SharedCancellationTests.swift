@@ -218,6 +218,35 @@ struct SharedCancellationTests {
         #expect(try await got.future.value == 3)
     }
 
+    /// A main-actor step whose future is cancelled gives up on a source that another consumer
+    /// keeps: like an inline step's, its body and what the body captures are released then
+    /// ("What counts as interest" in Cancellation.md), while the source stays pending.
+    @Test(arguments: FutureVariant.allCases)
+    func anIsolatedStepThatGaveUpIsReleasedWhileTheSourceStaysWanted(variant: FutureVariant) {
+        let source = Promise<Int>(variant: variant)
+        let staying = source.future.map { $0 }
+        let deaths = AtomicCount()
+        do {
+            let capture = DeinitAction { deaths.increment() }
+            source.future.map(on: .mainActor) { value -> Int in
+                capture.touch()
+                return value
+            }.cancel()
+        }
+        #expect(!source.isCancelled)
+        withKnownIssue(
+            """
+            The step's body stays in the main actor's group for the source (its group registration, \
+            an observer, is never unlinked, and the group keeps every body until the source \
+            completes or goes away): only its derived future's interest is unlinked and released.
+            """
+        ) {
+            #expect(deaths.load() == 1)
+        }
+        staying.cancel()
+        #expect(source.isCancelled)
+    }
+
     /// The library's own registrations stop counting once their owner no longer wants the
     /// result: a decided race's, a failed bounded `all`'s, a fired timeout's. Each leaves a
     /// shared source to its other consumer, whose cancel then cancels it.

@@ -22,7 +22,8 @@ import AtomicsShim
 ///   on the source itself still cancels it, and the callback is told so.) The value 0, so that
 ///   the embedded node's byte - 0 from the future's init - needs no store for a callback. A
 ///   main-actor or actor callback's is its group's registration (`_IsolatedWatch`), or, if it
-///   joined a group of steps' bodies, one of its own (`_ConsumerInterest`);
+///   joined a group with none on the future yet (of steps' bodies, or being pushed by another
+///   thread), one of its own (`_ConsumerInterest`);
 /// - `observer`: never. A watcher of the library's own that stands for no consumer (a main-actor
 ///   or actor queue's registration for a group of steps' bodies, `_IsolatedStepsWatch`: each
 ///   step's derived future speaks for it, through a `_DerivedInterest` registration);

@@ -1,3 +1,4 @@
+import AtomicsShim
 import Dispatch
 
 /// The bodies registered for one isolation domain - the main actor, or one actor - run by that
@@ -162,23 +163,26 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it. The
     ///     group's registration on the future is a consumer if its first body is a callback's
     ///     (`_IsolatedWatch`), else an observer (`_IsolatedStepsWatch`); the first callback that
-    ///     joins a group of steps' bodies registers a consumer of its own (`_ConsumerInterest`).
+    ///     joins a group of steps' bodies registers a consumer of its own (`_ConsumerInterest`),
+    ///     and so does one that joins a group whose consumer registration another thread has not
+    ///     pushed yet: this call never returns before a consumer for `body` is on the future.
     func register<Value: Sendable>(
         on future: Future<Value>,
         consumer: Bool = false,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
         let key = ObjectIdentifier(future)
-        let (added, submit, firstConsumer) = lock.withLock { () -> (_IsolatedGroup<Value>?, Bool, Bool) in
+        let (added, submit, joined) = lock.withLock {
+            () -> (_IsolatedGroup<Value>?, Bool, _IsolatedGroup<Value>?) in
             let number = nextNumber
             nextNumber &+= 1
             let group: _IsolatedGroup<Value>
             let isNew: Bool
-            var firstConsumer = false
+            var needsConsumer = false
             if let waiting = pending[key] {
                 // Its key is `future`, alive: the same object, so the same `Value`.
                 group = unsafeDowncast(waiting, to: _IsolatedGroup<Value>.self)
-                firstConsumer = group.add(body, number: number, consumer: consumer)
+                needsConsumer = group.add(body, number: number, consumer: consumer)
                 isNew = false
             } else {
                 group = _IsolatedGroup<Value>(body, number: number, consumer: consumer)
@@ -186,26 +190,29 @@ internal final class _IsolatedQueue: @unchecked Sendable {
             }
             if let result = future.peek() {  // an atomic load and a copy: no user code
                 if !isNew { pending[key] = nil }  // its token still holds it: nothing is released
-                return (nil, makeReady(group, of: key, with: result), false)
+                return (nil, makeReady(group, of: key, with: result), nil)
             }
             if isNew { pending[key] = group }
-            return (isNew ? group : nil, false, firstConsumer)
+            return (isNew ? group : nil, false, needsConsumer ? group : nil)
         }
         if submit { submitDrain() }
-        if firstConsumer {
-            // The first callback of a group that held steps' bodies only: the group's
-            // registration (an observer) does not want the future, so this callback's interest
+        if let joined {
+            // A callback joining a group with no consumer registration on the future yet: one of
+            // steps' bodies only (its registration is an observer), or one whose consumer
+            // registration another thread is pushing after the lock. This callback's interest
             // goes on the future's stack, as any callback's does - pushed before this call
             // returns, so a forwarded cancellation's scan sees it or fails its final
             // compare-and-swap on the push; registered after that CAS, it is a registration on a
             // cancelled future and sees the cancellation.
             future._register(_ConsumerInterest<Value>())
+            joined.consumerRegistered()
         }
         guard let added else { return }
         // Outside the lock: the callback may run at once (the future may have completed since).
         let token = _IsolatedToken(queue: self, group: added, key: key)
         if consumer {
             future._register(_IsolatedWatch(token: token))
+            added.consumerRegistered()
         } else {
             future._register(_IsolatedStepsWatch(token: token))
         }
@@ -371,40 +378,66 @@ internal protocol _IsolatedReady: AnyObject, Sendable {
 ///   group is in the queue's `pending` or `ready`; after a drain took it from `ready` (under the
 ///   lock), only that drain, on the domain, touches its bodies and result. `isReady` is written
 ///   once, under the lock, before the group enters `ready`, and read only under the lock. An
-///   abandoned group is emptied under the lock and never touched again.
+///   abandoned group is emptied under the lock and never touched again. `_consumer` is atomic.
 internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked Sendable {
     typealias Body = (Result<Value, any Error>) -> Void
     /// The bodies with their registration numbers: the first inline (most futures have one body
     /// per domain), the others in `more`.
     typealias Bodies = (first: Body?, more: [(number: UInt64, body: Body?)])
 
+    /// Whether the future has a consumer's registration for the group's callbacks - the group's
+    /// own, if its first body is a callback's (`_IsolatedWatch`), or the `_ConsumerInterest` of a
+    /// callback that joined it: `noConsumer`, `consumerPushing` (a thread that left the queue's
+    /// lock pushes one), `consumerPushed` (one is on the future's stack). The first stored
+    /// property (`consumerWord`). Goes up only: to `consumerPushing` under the lock, to
+    /// `consumerPushed` after a push. No forwarded cancellation reads it (it reads the
+    /// registrations on the future).
+    var _consumer: ff_atomic_word
     private let firstNumber: UInt64
     private var bodies: Bodies
     /// Set, with `result`, when the group moves to the queue's `ready`; never reset.
     fileprivate var isReady = false
-    /// Whether the future has a consumer's registration for the group's callbacks: the group's
-    /// own, if its first body is a callback's (`_IsolatedWatch`), or the `_ConsumerInterest` of
-    /// the first callback that joined it. Read and written under the queue's lock only; no
-    /// forwarded cancellation reads it (it reads the registrations on the future).
-    private var hasConsumer: Bool
     fileprivate var result: Result<Value, any Error>?
 
+    static var noConsumer: UInt { 0 }
+    static var consumerPushing: UInt { 1 }
+    static var consumerPushed: UInt { 2 }
+
     init(_ body: @escaping Body, number: UInt64, consumer: Bool) {
-        hasConsumer = consumer
+        _consumer = ff_atomic_word_make(consumer ? Self.consumerPushing : Self.noConsumer)
         firstNumber = number
         bodies = (body, [])
     }
 
+    private var consumerWord: UnsafeMutablePointer<ff_atomic_word> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
     /// Adds a body registered later than those it holds.
     ///
-    /// - Returns: Whether it is a callback's body in a group that had no consumer on the future
-    ///   yet (steps' bodies only): then the caller registers the callback's interest on the
-    ///   future (see `_IsolatedQueue.register`).
+    /// - Returns: Whether it is a callback's body in a group that has no consumer registration
+    ///   on the future yet - one of steps' bodies only, or one whose registration another thread
+    ///   is still pushing: then the caller registers the callback's interest on the future
+    ///   before it returns, and calls `consumerRegistered()` (see `_IsolatedQueue.register`).
+    ///   A callback that joined while the push was under way, counting on it, would return
+    ///   with nothing on the future that wants it, and a forwarded cancellation after that
+    ///   would cancel the future under it.
     func add(_ body: @escaping Body, number: UInt64, consumer: Bool) -> Bool {
         bodies.more.append((number, body))
-        guard consumer, !hasConsumer else { return false }
-        hasConsumer = true
+        guard consumer else { return false }
+        // acquire: pairs with `consumerRegistered()`, so that the push is before this call
+        // returns, and before any forwarded cancellation that comes after it.
+        let state = ff_atomic_word_load_acquire(consumerWord)
+        if state == Self.consumerPushed { return false }
+        if state == Self.noConsumer { ff_atomic_word_store_relaxed(consumerWord, Self.consumerPushing) }
         return true
+    }
+
+    /// A consumer's registration for the group's callbacks is on the future (pushed by the
+    /// caller): later callbacks that join need none of their own. Outside the queue's lock.
+    func consumerRegistered() {
+        // release (acq_rel: the shim has no release store): publishes the push to `add`.
+        _ = ff_atomic_word_exchange_acq_rel(consumerWord, Self.consumerPushed)
     }
 
     /// Takes every body, to release them unrun.

@@ -7,7 +7,10 @@
 
     extension ExploreScenario {
         /// This file's scenarios (see `all`).
-        static let isolatedJoin: [ExploreScenario] = [isolatedCallbackJoinVsWithdrawal]
+        static let isolatedJoin: [ExploreScenario] = [
+            isolatedCallbackJoinVsWithdrawal, isolatedCallbacksJoinStepGroupThenCancel,
+            isolatedCallbackJoinsCallbackGroupThenCancel,
+        ]
 
         /// A source's isolated group holds a step's body only (a `map(on: actor)`, whose derived
         /// future speaks for it), and T0 cancels that derived future: the cancellation is
@@ -71,6 +74,87 @@
                     runDrains()
                     log.expect(log.count("callback:1") == 1, "the callback lost the value: \(log.events)")
                 }
+                log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
+                domain.queue = nil
+            }
+            return run
+        }
+
+        /// A source's isolated group holds a step's body only (its registration is an observer,
+        /// the step's derived future speaks for it). T0 and T1 each register an actor callback on
+        /// the source, which join that group; T1 then cancels the step's derived future. T1's own
+        /// callback was registered before that cancellation, so the forwarded cancellation must
+        /// leave the source alone in every interleaving - including the one where T1 joins after
+        /// T0 became the group's first callback but before T0 pushed its interest on the source.
+        static let isolatedCallbacksJoinStepGroupThenCancel = ExploreScenario(
+            "isolated-callbacks-join-step-group-then-cancel"
+        ) { variant in
+            isolatedJoinThenCancel(variant) { source, queue in
+                source._isolatedStep(_MapBody<ExplorePayload, ExplorePayload> { $0 }, queue)
+            }
+        }
+
+        /// As `isolatedCallbacksJoinStepGroupThenCancel`, with no step on the domain: the
+        /// cancelled consumer is a plain `map`, and the first callback's registration makes the
+        /// group (its registration on the source is a consumer, pushed after the queue's lock).
+        /// T1's callback, joining that group before T0 pushed it, must still keep the source.
+        static let isolatedCallbackJoinsCallbackGroupThenCancel = ExploreScenario(
+            "isolated-callback-joins-callback-group-then-cancel"
+        ) { variant in
+            isolatedJoinThenCancel(variant) { source, _ in source.map { $0 } }
+        }
+
+        /// T0 registers an actor callback on the source, T1 registers one then cancels `leaving`,
+        /// made by `makeLeaving` before the threads start: the source is never cancelled, and
+        /// both callbacks run once with its value.
+        private static func isolatedJoinThenCancel(
+            _ variant: FutureVariant,
+            _ makeLeaving: (Future<ExplorePayload>, _IsolatedQueue) -> Future<ExplorePayload>
+        ) -> ExploreRun {
+            let run = ExploreRun()
+            let log = run.log
+            let promise = Promise<ExplorePayload>(variant: variant)
+            let source = promise.future
+            let hops = ExploreHops()
+            let domain = ExploreDomain()
+            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
+                hops.execute { domain.queue?.drain() }
+            })
+            let queue = domain.queue!
+            let leaving = makeLeaving(source, queue)
+            run.watch(source, "source")
+            run.watch(leaving, "leaving")
+            run.watch(queue, "queue")
+            promise.onCancel { log.event("onCancel") }
+            let callback = { (name: String) in
+                queue.register(on: source, consumer: true) { result in
+                    log.event(result.isCancellation ? "\(name):cancelled" : "\(name):\(result.payloadID ?? -1)")
+                }
+            }
+            run.threads = [
+                { callback("callback0") },
+                {
+                    callback("callback1")
+                    leaving.cancel()
+                },
+            ]
+            run.check = {
+                let runDrains = {
+                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
+                }
+                runDrains()
+                log.expect(
+                    source.peek()?.isCancellation != true,
+                    "the source was cancelled under a callback registered before the cancellation: \(log.events)")
+                log.expect(log.count("onCancel") == 0, "onCancel: \(log.events)")
+                log.expect(leaving.peek()?.isCancellation == true, "the cancelled consumer was not cancelled")
+                if !source.isComplete {
+                    log.expect(log.events.filter { $0.contains("callback") }.isEmpty, "ran early: \(log.events)")
+                    promise.succeed(ExplorePayload(1))
+                    runDrains()
+                }
+                log.expect(log.count("callback0:1") == 1, "callback0: \(log.events)")
+                log.expect(log.count("callback1:1") == 1, "callback1: \(log.events)")
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
                 domain.queue = nil
             }
