@@ -179,6 +179,8 @@ private func ff_test_swift_retainCount(_ object: UnsafeMutableRawPointer) -> Int
             let pair = left.future.and(right.future)
             right.future.cancel()
             #expect(throws: CancellationError.self) { try pair.peek()?.get() }
+            #expect(!left.future.isComplete)
+            left.succeed(make(1))
             let left2 = Promise<T>(variant: variant)
             let right2 = Promise<Int>(variant: variant)
             let pair2 = left2.future.and(right2.future)
