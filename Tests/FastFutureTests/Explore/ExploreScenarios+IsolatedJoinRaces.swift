@@ -8,7 +8,8 @@
     extension ExploreScenario {
         /// This file's scenarios (see `all`).
         static let isolatedJoinRaces: [ExploreScenario] = [
-            isolatedStepAndCallbackRegisterThenCancel, isolatedJoinsVsCompletion,
+            isolatedStepAndCallbackRegisterThenCancel, isolatedStepAndCallbackJoinVsWithdrawals,
+            isolatedJoinsVsCompletion,
         ]
 
         /// A source with a plain `map` on it (`leaving`). T0 registers an actor step on the
@@ -68,6 +69,79 @@
                     runDrains()
                 }
                 log.expect(log.count("callback:1") == 1, "the callback: \(log.events)")
+                log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
+                step.future = nil
+                domain.queue = nil
+            }
+            return run
+        }
+
+        /// As `isolatedStepAndCallbackRegisterThenCancel`, with the cancellation of `leaving` on a
+        /// third thread, unordered with the registrations: T0 registers an actor step and cancels
+        /// its derived future, T1 registers an actor callback and then reads the source's state,
+        /// T2 cancels `leaving`. The source may be cancelled now - but not once T1's registration
+        /// returned with the source unclaimed: that callback registered before the claim, and
+        /// wants the source. The callback runs exactly once, with the value or the cancellation;
+        /// `onCancel` runs once exactly when the source was cancelled.
+        static let isolatedStepAndCallbackJoinVsWithdrawals = ExploreScenario(
+            "isolated-step-and-callback-join-vs-withdrawals"
+        ) { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let promise = Promise<ExplorePayload>(variant: variant)
+            let source = promise.future
+            let hops = ExploreHops()
+            let domain = ExploreDomain()
+            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
+                hops.execute { domain.queue?.drain() }
+            })
+            let queue = domain.queue!
+            let leaving = source.map { $0 }
+            let step = ExploreFutureBox()
+            run.watch(source, "source")
+            run.watch(leaving, "leaving")
+            run.watch(queue, "queue")
+            promise.onCancel { log.event("onCancel") }
+            run.threads = [
+                {
+                    let stepped = source._isolatedStep(_MapBody<ExplorePayload, ExplorePayload> { $0 }, queue)
+                    step.future = stepped
+                    stepped.cancel()
+                },
+                {
+                    source._isolatedCallback(on: queue) { result in
+                        log.event(result.isCancellation ? "callback:cancelled" : "callback:\(result.payloadID ?? -1)")
+                    }
+                    // Sequentially consistent here (the explorer runs one operation at a time):
+                    // the withdrawal's claim comes after this load if it reads no claim.
+                    let state = source._loadState()
+                    log.event(state & (_State.claimed | _State.completed) == 0 ? "registered:unclaimed" : "registered")
+                },
+                { leaving.cancel() },
+            ]
+            run.check = {
+                let runDrains = {
+                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
+                }
+                runDrains()
+                let cancelled = source.peek()?.isCancellation == true
+                log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
+                log.expect(leaving.peek()?.isCancellation == true, "leaving was not cancelled")
+                log.expect(step.future?.peek()?.isCancellation == true, "the step's future was not cancelled")
+                if log.count("registered:unclaimed") == 1 {
+                    log.expect(
+                        !cancelled,
+                        "a callback registered before the claim did not keep the source: \(log.events)")
+                }
+                if cancelled {
+                    log.expect(log.count("callback:cancelled") == 1, "the callback: \(log.events)")
+                } else {
+                    log.expect(!source.isComplete, "the source completed but was not cancelled")
+                    log.expect(log.events.filter { $0.hasPrefix("callback:") }.isEmpty, "ran early: \(log.events)")
+                    promise.succeed(ExplorePayload(1))
+                    runDrains()
+                    log.expect(log.count("callback:1") == 1, "the callback lost the value: \(log.events)")
+                }
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
                 step.future = nil
                 domain.queue = nil
