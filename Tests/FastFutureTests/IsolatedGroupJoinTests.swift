@@ -81,6 +81,59 @@ struct IsolatedGroupJoinTests {
         joinThenCancel(variant: variant) { source, _ in source.map { $0 } }
     }
 
+    /// Three threads on each source, unordered: thread 0 registers a step of the domain and
+    /// cancels its derived future, thread 1 registers a callback of the domain (making the group
+    /// or joining it) and reads the source's state, thread 2 cancels the source's other consumer
+    /// (a plain `map`). The source may be cancelled - but never under a callback whose
+    /// registration returned with the source unclaimed; the callback runs exactly once, with the
+    /// value or the cancellation. (Scenario isolated-step-and-callback-join-vs-withdrawals.)
+    @Test(arguments: FutureVariant.allCases)
+    func aCallbackRegisteredBeforeTheClaimKeepsTheSourceAgainstAStepAndAConsumerCancelling(
+        variant: FutureVariant
+    ) {
+        let rounds = Stress.rounds
+        let queue = _IsolatedQueue(submitDrain: {})
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let leaving = promises.map { $0.future.map { $0 } }
+        let values = (0..<rounds).map { _ in AtomicCount() }
+        let cancellations = (0..<rounds).map { _ in AtomicCount() }
+        let joinedUnclaimed = TestThreads.race(3, over: rounds) { thread, index -> Bool in
+            let source = promises[index].future
+            switch thread {
+            case 0:
+                source._isolatedStep(_MapBody<Int, Int> { $0 }, queue).cancel()
+            case 1:
+                source._isolatedCallback(on: queue) { result in
+                    if case .failure(let error) = result, error is CancellationError {
+                        cancellations[index].increment()
+                    } else {
+                        values[index].increment()
+                    }
+                }
+                return source._loadState() & _State.claimed == 0
+            default:
+                leaving[index].cancel()
+            }
+            return false
+        }[1]
+        var lost = 0
+        for index in 0..<rounds {
+            if promises[index].isCancelled {
+                if joinedUnclaimed[index] { lost += 1 }
+            } else {
+                promises[index].succeed(index)
+            }
+        }
+        _ = queue.drainUntilIdle()
+        #expect(lost == 0, "\(lost) of \(rounds) sources cancelled under a callback registered before the claim")
+        for index in 0..<rounds {
+            let cancelled = promises[index].isCancelled
+            #expect(values[index].load() == (cancelled ? 0 : 1))
+            #expect(cancellations[index].load() == (cancelled ? 1 : 0))
+        }
+        #expect(queue.statistics.pendingGroups == 0)
+    }
+
     /// A long-lived pending source, and 100,000 callbacks of one domain registered on it from
     /// several threads at once (as a group made for a callback, and as one made for a step): a
     /// callback that joins while another thread is still pushing the group's consumer
