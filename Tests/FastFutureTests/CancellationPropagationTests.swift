@@ -200,6 +200,17 @@ struct CancellationPropagationTests {
             #expect(try kept.peek()?.get() == (index == 2 ? 1 : 2), "step \(index): the kept step ran")
             kept.cancel()  // complete: changes nothing
         }
+        // A flatMap's typed node, armed again to forward a pending inner future: the same scan,
+        // on the inner future.
+        let outer = Promise<Int>(variant: variant)
+        let inner = Promise<Int>(variant: variant)
+        let following = outer.future.flatMap(on: OverAlignedExecutor()) { _ in inner.future }
+        let alsoFollowing = outer.future.flatMap(on: OverAlignedExecutor()) { _ in inner.future }
+        outer.succeed(1)
+        following.cancel()
+        #expect(!inner.isCancelled, "the other flatMap still wants the inner future")
+        alsoFollowing.cancel()
+        #expect(inner.isCancelled, "neither flatMap wants it any more")
     }
 }
 
