@@ -150,3 +150,65 @@ import Testing
         #expect(order.snapshot == Array(0..<20))
     }
 }
+
+/// The first registrations of never-used types from many threads at once: each kind's fire
+/// function (in unoptimized code a class per registration type, whose metadata the runtime makes
+/// on first use) is made while 16 threads race to use it.
+@Suite struct FirstUseOfARegistrationTypeTests {
+    static let threads = 16
+
+    @Test(
+        "First registrations of a never-used value type from 16 threads at once all run, in the embedded node and in heap nodes",
+        arguments: FutureVariant.allCases)
+    func firstUseFromManyThreads(variant: FutureVariant) throws {
+        switch variant {
+        case .lockFree: try Self.race(FirstUseValue<LockFreeFirstUse>.self, variant)
+        case .locked: try Self.race(FirstUseValue<LockedFirstUse>.self, variant)
+        }
+    }
+
+    static func race<Tag>(_: FirstUseValue<Tag>.Type, _ variant: FutureVariant) throws {
+        let line = StartingLine(parties: threads)
+        let runs = AtomicCount()
+        let queue = DispatchQueue(label: "first-use")
+        let hops = DispatchGroup()
+        let inner = Promise<FirstUseValue<Tag>>(variant: variant)
+        let derived = LockedBox<[Future<FirstUseValue<Tag>>]>([])
+        TestThreads.run(threads) { thread in
+            let promise = Promise<FirstUseValue<Tag>>(variant: variant)
+            line.wait()
+            // Embedded, slot node, slot node step, typed node (a hop), typed node step.
+            promise.future.whenComplete { result in
+                if case .success(let value) = result, value.id == thread { runs.increment() }
+            }
+            promise.future.whenSuccess { value in if value.id == thread { runs.increment() } }
+            let mapped = promise.future.map { FirstUseValue<Tag>(id: $0.id, name: $0.name + "!") }
+            hops.enter()
+            promise.future.whenComplete(on: TwoWordExecutor(queue: queue, tag: thread)) { result in
+                if case .success(let value) = result, value.id == thread { runs.increment() }
+                hops.leave()
+            }
+            let flat = promise.future.flatMap(on: TwoWordExecutor(queue: queue, tag: thread)) { _ in inner.future }
+            promise.succeed(FirstUseValue(id: thread, name: "value \(thread)"))
+            #expect((try? mapped.peek()?.get())?.name == "value \(thread)!")
+            derived.withLock { $0.append(flat) }
+        }
+        hops.wait()
+        #expect(runs.load() == 3 * threads)
+        let flats = derived.snapshot
+        #expect(flats.count == threads)
+        inner.succeed(FirstUseValue(id: -1, name: "inner"))
+        for flat in flats {
+            #expect(try flat.wait().name == "inner")
+        }
+    }
+}
+
+/// A value type of two words, one of them a reference: never used by another test.
+struct FirstUseValue<Tag>: Sendable, Equatable {
+    var id: Int
+    var name: String
+}
+
+enum LockFreeFirstUse {}
+enum LockedFirstUse {}

@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test(
-        "A slot node's registration is at _SlotNode.slotOffset, in a 72-byte object", arguments: FutureVariant.allCases)
+        "A slot node's registration is at _SlotNode.slotOffset, in a 64-byte object", arguments: FutureVariant.allCases)
     func slotNodeLayout(variant: FutureVariant) {
         let future = Future<Int>(_variant: variant, result: nil)
         let node = _SlotNode(_Forward(derived: future))
@@ -51,21 +51,10 @@ import Testing
         #expect(node._fireField == fire)
         // The registration really is there: the slot's first word is the derived future.
         #expect(words.load(as: UInt.self) == UInt(bitPattern: Unmanaged.passUnretained(future).toOpaque()))
-        // The object ends right after the slot: 72 bytes, malloc's 80-byte chunk on glibc (the
-        // allocator reports the usable size: 72 there, and the requested size under the sanitizers).
-        // One allocation may get a larger chunk - glibc hands out a free chunk whole when what
-        // would be left of it is too small to keep - so the smallest of 16 is the one that tells.
-        #expect(_SlotNode.slotOffset + MemoryLayout<_EmbeddedSlot>.size == 72)
-        #if canImport(Glibc)
-            typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
-            if let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_usable_size") {
-                let usableSize = unsafeBitCast(symbol, to: UsableSize.self)
-                let more = (0..<15).map { _ in _SlotNode(_Forward(derived: future)) }
-                let sizes = [usableSize(raw)] + more.map { usableSize(Unmanaged.passUnretained($0).toOpaque()) }
-                #expect(sizes.min() == 72, "usable sizes: \(sizes)")
-                withExtendedLifetime(more) {}
-            }
-        #endif
+        // The object ends right after the slot: 64 bytes, malloc's 80-byte chunk on glibc.
+        #expect(_SlotNode.slotOffset + MemoryLayout<_EmbeddedSlot>.size == 64)
+        let more = (0..<15).map { _ in _SlotNode(_Forward(derived: future)) }
+        expectSmallestAllocation(of: [node] + more, is: 64)
         withExtendedLifetime(node) {}
     }
 
@@ -92,12 +81,33 @@ import Testing
         // 64-bit: the words a Swift struct of the same fields had (scripts/layout-check checks 32-bit).
         #expect(_Layout.futureWordsOffset == 0)
         #expect(words - object == 16)
-        #expect(MemoryLayout<_FutureWords>.size == 80)
+        #expect(MemoryLayout<_FutureWords>.size == 72)
         #expect(MemoryLayout<_FutureWords>.offset(of: \.embeddedNext) == 32)
+        #expect(MemoryLayout<_FutureWords>.offset(of: \.embeddedFire) == 40)
+        #expect(MemoryLayout<_FutureWords>.offset(of: \.embeddedFireForm) == 30)
         #expect(future._core.embeddedNode - object == 32)
-        #expect(_CallbackNode.fireOffset == 32 && _SlotNode.slotOffset == 48)
-        #expect(MemoryLayout<_NodeFireWords>.size == 16)
+        #expect(_CallbackNode.fireOffset == 32 && _SlotNode.slotOffset == 40)
+        #expect(MemoryLayout<_NodeFireWords>.size == 8)
         withExtendedLifetime(future) {}
+    }
+
+    @Test("A Future<Int> is a 120-byte object, glibc's 128-byte chunk", arguments: FutureVariant.allCases)
+    func futureSize(variant: FutureVariant) {
+        // The header, the words, the result cell: nothing after them in release builds (debug
+        // builds keep the promise's creation site after the cell).
+        let cellEnd = _Layout.objectHeaderSize + _ResultCell.offsetInFuture + MemoryLayout<_ResultCell>.size
+        #expect(cellEnd == 120)
+        let futures = (0..<16).map { _ in Future<Int>(_variant: variant, result: nil) }
+        #if DEBUG
+            let siteOffset =
+                withUnsafeMutablePointer(to: &futures[0]._debugCreationSite) { UnsafeMutableRawPointer($0) }
+                - UnsafeMutableRawPointer(Unmanaged.passUnretained(futures[0]).toOpaque())
+            #expect(siteOffset == cellEnd)
+            let size = siteOffset + MemoryLayout<(file: StaticString, line: UInt)?>.size
+        #else
+            let size = cellEnd
+        #endif
+        expectSmallestAllocation(of: futures, is: size)
     }
 
     @Test(
@@ -194,6 +204,113 @@ import Testing
             #expect(derived.isComplete, "step \(index)")
         }
     }
+
+    @Test(
+        "A fire word is its function's entry in optimized code and a fire-function metatype in unoptimized code, its form in a byte of its own, in every kind of node",
+        arguments: FutureVariant.allCases)
+    func fireWordForms(variant: FutureVariant) throws {
+        let runs = AtomicCount()
+        let promise = Promise<Int>(variant: variant)
+        var words: [(String, FireWord)] = []
+        // The embedded node: the first `.inline` callback.
+        promise.future.whenComplete { _ in runs.increment() }
+        #expect(promise.future._loadState() & _State.embedded != 0)
+        let core = promise.future._core
+        words.append(("embedded", (core.embeddedFire.load(as: UInt.self), core.embeddedFireForm.pointee)))
+        // A slot node: the second.
+        promise.future.whenSuccess { _ in runs.increment() }
+        words.append(("slot node", try fireWord(ofNodeAt: 0, on: promise.future)))
+        // A typed node: a callback on a two-word executor.
+        promise.future.whenComplete(on: WideExecutor()) { _ in runs.increment() }
+        words.append(("typed node", try fireWord(ofNodeAt: 0, on: promise.future)))
+        // A flatMap's step in a slot node and in a typed node: once they ran, their nodes are
+        // armed again to forward the pending inner future's result (the typed one on top).
+        let inner = Promise<Int>(variant: variant)
+        let slotFlat = promise.future.flatMap { _ in inner.future }
+        words.append(("slot node step", try fireWord(ofNodeAt: 0, on: promise.future)))
+        let typedFlat = promise.future.flatMap(on: WideExecutor()) { _ in inner.future }
+        words.append(("typed node step", try fireWord(ofNodeAt: 0, on: promise.future)))
+        promise.succeed(1)
+        words.append(("typed node forward", try fireWord(ofNodeAt: 0, on: inner.future)))
+        words.append(("slot node forward", try fireWord(ofNodeAt: 1, on: inner.future)))
+        for (kind, (word, form)) in words {
+            #expect(word != 0, "\(kind)")
+            #if DEBUG
+                // Unspecialized: the closure literal captures the registration's metadata.
+                #expect(form == _FireForm.metatype, "\(kind): form \(form)")
+                let metatype: AnyClass = unsafeBitCast(word, to: AnyClass.self)
+                #expect(metatype is _FireFunction.Type, "\(kind): \(metatype)")
+            #else
+                // Specialized here (the registering methods are inlinable): the function's entry
+                // (the embedded node's form byte is the init's 0 for it).
+                let entry = kind == "embedded" ? 0 : _FireForm.entry
+                #expect(form == entry, "\(kind): form \(form), word \(String(word, radix: 16))")
+            #endif
+        }
+        inner.succeed(2)
+        #expect(runs.load() == 3)
+        #expect(try slotFlat.peek()?.get() == 2)
+        #expect(try typedFlat.peek()?.get() == 2)
+    }
+
+    @Test(
+        "A typed node's registration is where a forwarded cancellation's scan reads it, also past padding to its alignment",
+        arguments: FutureVariant.allCases)
+    func typedNodeRegistrationOffset(variant: FutureVariant) {
+        let derived = Future<Int>(_variant: variant, result: nil)
+        let body = _MapBody<Int, Int> { $0 }
+        let nodes: [_CallbackNode] = [
+            _Step._makeNode(_Step(derived: derived, body: body, on: WideExecutor())),
+            _Step._makeNode(_Step(derived: derived, body: body, on: AlignedExecutor())),
+            _Forward._makeNode(_Forward(derived: derived)),
+        ]
+        #expect(nodes[0] is _Node<_Step<_MapBody<Int, Int>, WideExecutor>>)
+        #expect(nodes[1] is _Node<_Step<_MapBody<Int, Int>, AlignedExecutor>>)
+        #expect(type(of: nodes[0])._registrationOffset == _SlotNode.slotOffset)
+        #expect(type(of: nodes[1])._registrationOffset == (_SlotNode.slotOffset + 15) & ~15)
+        for node in nodes {
+            // The registration's first word, its derived future, is where the scan looks.
+            let raw = UnsafeMutableRawPointer(Unmanaged.passUnretained(node).toOpaque())
+            let first = _FutureCore.registration(ofNode: raw).load(as: UInt.self)
+            #expect(first == UInt(bitPattern: Unmanaged.passUnretained(derived).toOpaque()), "\(type(of: node))")
+        }
+        withExtendedLifetime(nodes) {}
+    }
+}
+
+/// A fire word and its form (see `_FireBox`).
+private typealias FireWord = (word: UInt, form: UInt8)
+
+/// The fire word, and its form, of the heap node `depth` links below the top of `future`'s
+/// callback stack.
+private func fireWord(ofNodeAt depth: Int, on future: Future<Int>) throws -> FireWord {
+    var node = try #require(UnsafeMutableRawPointer(bitPattern: future._loadState() & _State.pointerMask))
+    for _ in 0..<depth { node = try #require(_CallbackNode._nextField(node).pointee) }
+    #expect(node != future._core.embeddedNode, "a heap node, not the embedded one")
+    let form = Unmanaged<_CallbackNode>.fromOpaque(node)._withUnsafeGuaranteedRef { $0._armedForm }
+    return (node.load(fromByteOffset: _CallbackNode.fireOffset, as: UInt.self), form)
+}
+
+/// Expects the smallest usable size the allocator reports for `objects` (glibc's
+/// `malloc_usable_size`) to be that of an object of `size` bytes: the usable size of the smallest
+/// chunk that holds it (a 16-byte multiple, with 8 bytes of it for glibc's header), or `size`
+/// itself under a sanitizer, whose allocator reports the size requested. One allocation may get a
+/// larger chunk - glibc hands out a free chunk whole when what would be left of it is too small
+/// to keep - so the smallest of several is the one that tells.
+private func expectSmallestAllocation(
+    of objects: [AnyObject], is size: Int, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #if canImport(Glibc)
+        typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+        let process = dlopen(nil, RTLD_NOW)
+        guard let symbol = dlsym(process, "malloc_usable_size") else { return }
+        let usableSize = unsafeBitCast(symbol, to: UsableSize.self)
+        let sanitized = dlsym(process, "__asan_init") != nil || dlsym(process, "__tsan_init") != nil
+        let expected = sanitized ? size : (size + 8 + 15) / 16 * 16 - 8
+        let sizes = objects.map { usableSize(Unmanaged.passUnretained($0).toOpaque()) }
+        #expect(sizes.min() == expected, "usable sizes: \(sizes)", sourceLocation: sourceLocation)
+        withExtendedLifetime(objects) {}
+    #endif
 }
 
 /// An executor other than `.inline`, for the type-level checks above.
@@ -210,6 +327,13 @@ private struct LargeValue {
 private struct WideExecutor: FutureExecutor {
     var first = 0
     var second = 0
+
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// An executor aligned to 16 bytes: a step on it is a registration more aligned than a word.
+private struct AlignedExecutor: FutureExecutor {
+    var lanes = SIMD4<Float>(1, 2, 3, 4)
 
     func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }

@@ -27,11 +27,11 @@ final class ProbeWordsHolder {
 class ProbeNode {
     var _next: UnsafeMutableRawPointer? = nil
     let _interest: UInt8 = 0
-    var _isArmed = false
+    var _armedForm: UInt8 = 0
     #if _pointerBitWidth(_32)
         var _fireWords: _NodeFireWords = .zero
     #else
-        var _fireWords: _NodeFireWords = (0, 0)
+        var _fireWords: _NodeFireWords = 0
     #endif
 }
 

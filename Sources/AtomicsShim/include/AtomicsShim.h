@@ -352,13 +352,18 @@ typedef struct ff_future_words {
   bool isLocked;
   /// The embedded node's interest in the result (`_Interest`, see Core/_Withdraw.swift).
   uint8_t embeddedInterest;
-  uint8_t _padding[2];
+  /// The embedded node's fire word's form (`_FireForm`, see `_FireBox` in Core/_CallbackNode.swift):
+  /// 0 from the init, or `_FireForm.entry`, for a function entry; `_FireForm.metatype` for a
+  /// `_FireFunction` metatype. Written by the node's owner with `embeddedFire`, only for the
+  /// metatype form (the node is owned once).
+  uint8_t embeddedFireForm;
+  uint8_t _padding;
 #if FF_32_BIT
   /// 32-bit targets: puts `embeddedNext` where the embedded node's address is 16-byte aligned.
   uint8_t _padding32[4];
 #endif
   void *_Nullable embeddedNext;
-  uintptr_t embeddedFire[2];
+  uintptr_t embeddedFire;
   uintptr_t embeddedSlot[3];
 } ff_future_words;
 
@@ -377,17 +382,18 @@ _Static_assert(FF_32_BIT == 0 || _Alignof(ff_future_words) == FF_NODE_ALIGNMENT,
 _Static_assert(offsetof(ff_future_words, state) == 0, "the state word is the first word");
 _Static_assert(offsetof(ff_future_words, embeddedSlot) % sizeof(uintptr_t) == 0,
                "the embedded slot is word-aligned");
-// 64-bit: the layout the benchmarks were measured on (80 bytes, the node at 32).
-_Static_assert(FF_32_BIT == 1 || (sizeof(ff_future_words) == 80 && FF_FUTURE_WORDS_OFFSET == 16 &&
+// 64-bit: the layout the benchmarks were measured on (72 bytes, the node at 32: with the header and
+// the result cell's four words, a 120-byte future, glibc's 128-byte chunk).
+_Static_assert(FF_32_BIT == 1 || (sizeof(ff_future_words) == 72 && FF_FUTURE_WORDS_OFFSET == 16 &&
                                   offsetof(ff_future_words, embeddedNext) == 32),
                "64-bit: the future's words changed layout");
 
-/// A heap node's fire words (`_CallbackNode._fireWords`) on 32-bit targets: two words, 16-byte
+/// A heap node's fire word (`_CallbackNode._fireWords`) on 32-bit targets: one word, 16-byte
 /// aligned, so that every `_CallbackNode` subclass is a 16-byte aligned class (its alignment is
 /// its most aligned stored property's), which the Swift runtime allocates 16-byte aligned. (On
-/// 64-bit targets the field is a plain `(UInt, UInt)`, and malloc's alignment suffices.)
+/// 64-bit targets the field is a plain `UInt`, and malloc's alignment suffices.)
 typedef struct ff_node_fire_words {
-  FF_NODE_ALIGNAS uintptr_t words[2];
+  FF_NODE_ALIGNAS uintptr_t word;
 } ff_node_fire_words;
 
 /// The layout of a heap node as Swift lays out `_SlotNode` (a mirror: the object header, then
@@ -399,8 +405,12 @@ typedef struct ff_slot_node_layout {
   uintptr_t header[2];
   void *_Nullable next;
   uint8_t interest;
-  bool isArmed;
+  uint8_t armedForm;
+#if FF_32_BIT
   ff_node_fire_words fireWords;
+#else
+  uintptr_t fireWords;
+#endif
   uintptr_t slotWords[3];
 } ff_slot_node_layout;
 
@@ -411,17 +421,18 @@ _Static_assert(offsetof(ff_slot_node_layout, next) == FF_OBJECT_HEADER_SIZE,
 _Static_assert(offsetof(ff_slot_node_layout, fireWords) == FF_OBJECT_HEADER_SIZE + 2 * sizeof(uintptr_t),
                "_CallbackNode.fireOffset");
 _Static_assert(offsetof(ff_slot_node_layout, slotWords) ==
-                   offsetof(ff_slot_node_layout, fireWords) + sizeof(ff_node_fire_words),
+                   offsetof(ff_slot_node_layout, fireWords) +
+                       (FF_32_BIT ? sizeof(ff_node_fire_words) : sizeof(uintptr_t)),
                "_SlotNode.slotOffset");
-_Static_assert(FF_32_BIT == 1 || (offsetof(ff_slot_node_layout, slotWords) == 48 &&
-                                  sizeof(ff_slot_node_layout) == 72),
-               "64-bit: a slot node changed layout (72 bytes: malloc's 80-byte class)");
+_Static_assert(FF_32_BIT == 1 || (offsetof(ff_slot_node_layout, slotWords) == 40 &&
+                                  sizeof(ff_slot_node_layout) == 64),
+               "64-bit: a slot node changed layout (64 bytes: malloc's 80-byte class)");
 
 /// Where the words are from a future's stored properties (`_Layout.futureWordsOffset`): from
 /// `FF_FUTURE_WORDS_OFFSET`, less the header that `_getUnsafePointerToStoredProperties` skips.
 FF_INLINE size_t ff_future_words_offset(void) { return FF_FUTURE_WORDS_OFFSET - FF_OBJECT_HEADER_SIZE; }
 
-/// Where a heap node's fire words are, from its address (`_Layout.nodeFireOffset`).
+/// Where a heap node's fire word is, from its address (`_Layout.nodeFireOffset`).
 FF_INLINE size_t ff_node_fire_offset(void) { return offsetof(ff_slot_node_layout, fireWords); }
 
 /// Where a slot node's registration is, from its address (`_Layout.slotNodeSlotOffset`).

@@ -8,8 +8,8 @@
 //   taken;
 // - `_Node<R>`, a typed node - a registration too large for a slot (one that hops to a stored
 //   executor), kept as a typed stored property;
-// - `_CallbackNode`, their base class: the stack link, the interest byte, the armed flag and the
-//   fire box (what running the node does).
+// - `_CallbackNode`, their base class: the stack link, the interest byte, the armed flag (the
+//   fire word's form) and the fire word (what running the node does: see `_FireBox`).
 
 /// A registration on a future, in a node of its own: the element of the future's callback stack.
 ///
@@ -29,7 +29,7 @@
 ///   moves between threads only through synchronizing operations: the registering thread until
 ///   the release-CAS that pushes it; the completer after the acquire-exchange that takes the
 ///   stack; an executor's thread after `execute` handed it over (executors synchronize what they
-///   run). `_next`, `_isArmed`, `_fireWords` and a slot node's registration are touched only by
+///   run). `_next`, `_armedForm`, `_fireWords` and a slot node's registration are touched only by
 ///   the owner; the closures a registration holds are `@Sendable`.
 @usableFromInline
 internal class _CallbackNode: @unchecked Sendable {
@@ -40,15 +40,16 @@ internal class _CallbackNode: @unchecked Sendable {
     /// an `onCancel` handler: it runs only when the future is cancelled, and is dropped unrun
     /// when the future completes any other way.
     @usableFromInline final let _interest: UInt8
-    /// Whether the node holds its fire function in `_fireWords` (and, a `_SlotNode`, its
-    /// registration in its slot): from the init, or a `flatMap` step's re-arming (see `_Step`),
-    /// until its runner takes the function out to run it (`_disarm`). A node released armed
-    /// never ran: its deinit destroys what it holds. Kept in the padding after
-    /// `_interest`, so that a slot node is 72 bytes (malloc's 80-byte class).
-    @usableFromInline @exclusivity(unchecked) final var _isArmed: Bool
-    /// What running this node does (a `_FireBox`, called with the node's address as its holder),
-    /// in raw memory while `_isArmed`: taken out, not copied, to run it, so that neither the run
-    /// nor the node's deinit retains or releases the function's context.
+    /// 0 while the node is disarmed; else the form of the fire word in `_fireWords` (`_FireForm`:
+    /// a function entry or a `_FireFunction` metatype), which the node holds (and, a `_SlotNode`,
+    /// its registration in its slot) from the init, or a `flatMap` step's re-arming (see
+    /// `_Step`), until its runner takes the word out to run it (`_disarm`). A node released armed
+    /// never ran: its deinit destroys what it holds. Kept in the padding after `_interest`, so
+    /// that a slot node is 64 bytes (malloc's 80-byte class).
+    @usableFromInline @exclusivity(unchecked) final var _armedForm: UInt8
+    /// What running this node does (a fire word: see `_FireBox`; called with the node's address
+    /// as its holder), in raw memory while `_isArmed`: a word with nothing to retain or release,
+    /// in the run or in the node's deinit.
     ///
     /// A stored function rather than an overridden method: the vtable of a generic class points
     /// at its *unspecialized* code, which looks up generic metadata (`Result<V, Error>`, ...) on
@@ -56,22 +57,27 @@ internal class _CallbackNode: @unchecked Sendable {
     /// optimizer specializes (the registering methods are `@inlinable`), so it is the specialized
     /// one. Its owner may arm the node again: a `flatMap` step's node, once
     /// the step has run, forwards its inner future's result (see `_Step`).
-    /// Two words; on 32-bit targets 16-byte aligned, which makes every node a 16-byte aligned
+    /// One word; on 32-bit targets 16-byte aligned, which makes every node a 16-byte aligned
     /// object (see `_NodeFireWords`).
     @usableFromInline @exclusivity(unchecked) final var _fireWords: _NodeFireWords
 
+    /// A node armed with `fire`, a fire word and its form (`_FireBox.word`).
     @inlinable
-    init(interest: UInt8, fire: @escaping _FireBox.Fire) {
+    init(interest: UInt8, fire: (word: UInt, form: UInt8)) {
         self._next = nil
         self._interest = interest
-        self._isArmed = false
+        self._armedForm = 0
         #if _pointerBitWidth(_32)
             self._fireWords = .zero
         #else
-            self._fireWords = (0, 0)
+            self._fireWords = 0
         #endif
         _arm(fire)
     }
+
+    /// Whether the node holds a fire word (see `_armedForm`).
+    @inlinable
+    final var _isArmed: Bool { _armedForm != 0 }
 
     /// Whether this is an `onCancel` handler's node.
     @inlinable
@@ -91,24 +97,26 @@ internal class _CallbackNode: @unchecked Sendable {
     @inlinable
     var _fireField: UnsafeMutableRawPointer { _rawField(at: Self.fireOffset) }
 
-    /// Stores what running the node does. Called by the node's owner, on a disarmed node.
+    /// Stores what running the node does (a fire word and its form: `_FireBox.word`). Called by
+    /// the node's owner, on a disarmed node.
     @inlinable
-    final func _arm(_ fire: @escaping _FireBox.Fire) {
+    final func _arm(_ fire: (word: UInt, form: UInt8)) {
         assert(!_isArmed, "FastFuture: armed a node that was armed")
-        _exploreWrite(_fireField)  // with `_isArmed`: one datum for the explorer
-        _fireField.initializeMemory(as: _FireBox.self, to: _FireBox(fire))
-        _isArmed = true
+        _exploreWrite(_fireField)  // with `_armedForm`: one datum for the explorer
+        _fireField.storeBytes(of: fire.word, as: UInt.self)
+        _armedForm = fire.form
     }
 
-    /// Takes out what running the node does, to run it (or, from a deinit, to destroy what it
-    /// holds). Called by the node's owner, on an armed node.
+    /// Takes out what running the node does (its fire word and that word's form), to run it (or,
+    /// from a deinit, to destroy what it holds). Called by the node's owner, on an armed node.
     @inlinable
-    final func _disarm() -> _FireBox.Fire {
+    final func _disarm() -> (word: UInt, form: UInt8) {
         _exploreRead(_fireField)
         assert(_isArmed, "FastFuture: ran a node that was not armed")
         _exploreWrite(_fireField)
-        _isArmed = false
-        return _fireField.assumingMemoryBound(to: _FireBox.self).move().fire
+        let form = _armedForm
+        _armedForm = 0
+        return (_fireField.load(as: UInt.self), form)
     }
 
     /// Disarms the node and runs what it holds with the result of `source` (the complete future
@@ -117,7 +125,8 @@ internal class _CallbackNode: @unchecked Sendable {
     /// fire function gets its address as its holder.
     @inlinable @inline(__always)
     final func _fire(_ source: UnsafeRawPointer?) {
-        _disarm()(_rawField(at: 0), source)
+        let fire = _disarm()
+        _FireBox.call(fire.word, form: fire.form, _rawField(at: 0), source)
     }
 
     /// This node as a `_SlotNode`, if it is one (else it is a `_Node<R>`): its kind read from the
@@ -127,6 +136,14 @@ internal class _CallbackNode: @unchecked Sendable {
     final var _asSlotNode: _SlotNode? {
         type(of: self) == _SlotNode.self ? unsafeDowncast(self, to: _SlotNode.self) : nil
     }
+
+    /// Where the node's registration is, from its address: a `_SlotNode`'s slot, or a
+    /// `_Node`'s registration, which Swift lays out at the first offset past this class's fields
+    /// that is a multiple of its alignment - `_SlotNode.slotOffset` for every registration no
+    /// more aligned than a word (or, on 32-bit targets, than the fire word's 16 bytes), further
+    /// for one that is (a step on a user's executor that holds a `SIMD4<Float>`, say). Read by a
+    /// forwarded cancellation's scan (see `_FutureCore.stackWants`), never on a hot path.
+    class var _registrationOffset: Int { _SlotNode.slotOffset }
 
     // MARK: Lists
     //
@@ -250,7 +267,8 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
     @inlinable
     init<R: _Registration>(_ registration: consuming R) {
         self._slotWords = (0, 0, 0)
-        super.init(interest: R._interest, fire: { R._fireSlotNode($0, $1) })
+        super.init(
+            interest: R._interest, fire: _FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
         _exploreWrite(_slot)
         _slot.initializeMemory(as: R.self, to: registration)
     }
@@ -271,7 +289,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
         assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
         _exploreWrite(_slot)
         _slot.initializeMemory(as: R.self, to: registration)
-        _arm({ R._fireSlotNode($0, $1) })
+        _arm(_FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
     }
 
     @inlinable
@@ -292,14 +310,22 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
     @inlinable
     init(_ registration: R) {
         self.registration = registration
-        super.init(interest: R._interest, fire: { _Node<R>._fireNode($0, $1) })
+        super.init(
+            interest: R._interest, fire: _FireBox.word({ _Node<R>._fireNode($0, $1) }, orElse: _NodeFire<R>.self))
     }
 
     @inlinable
     deinit {
-        // Never ran: only the function to release (the registration goes with the node).
+        // Nothing to do by hand: the registration goes with the node, and a fire word holds
+        // nothing to release.
         _exploreFree(_fireField)
-        if _isArmed { _ = _disarm() }
+    }
+
+    /// `_SlotNode.slotOffset` rounded up to the registration's alignment (see
+    /// `_CallbackNode._registrationOffset`; LayoutTests checks it against the runtime's layout).
+    override class var _registrationOffset: Int {
+        let mask = MemoryLayout<R>.alignment - 1
+        return (_SlotNode.slotOffset + mask) & ~mask
     }
 
     /// This node's fire function (see `_FireBox`).
@@ -310,5 +336,142 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
         Unmanaged<_Node<R>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
             node.registration.run(with: Future<R.Source>._completedResult(ofUnretained: future), node: node)
         }
+    }
+}
+
+// MARK: - Fire words
+
+/// A node's *fire function* - what running the node does - as raw memory holds it: one word, a
+/// *fire word*, and its form in a byte beside it - the embedded node's
+/// (`_FutureWords.embeddedFire`, `embeddedFireForm`) and a heap node's (`_CallbackNode._fireWords`,
+/// `_armedForm`) alike.
+///
+/// The field holds a fire word exactly while its node holds a registration (see `_State`, "Raw
+/// fields"); whoever runs or destroys the node takes the word out (a read: a fire word owns
+/// nothing, so there is no retain or release to make for it, in the run or in a deinit), leaving
+/// raw memory. Then `fire(holder, source)` (`call`):
+///
+/// - `holder` is where the registration is: the embedded node's slot
+///   (`_FutureWords.embeddedSlot`), or a heap node's object address (the caller holds the node
+///   for the call);
+/// - `source` is the complete future whose result the registration runs with (unretained: the
+///   caller holds it for the call). **`nil` means destroy**: the registration is released without
+///   running (its future died pending, or a heap node is released armed).
+///
+/// Either way a registration kept in raw words (the embedded slot, a `_SlotNode`'s) is moved out
+/// of them, which are raw memory again; a `_Node`'s stays in the node and goes with it.
+///
+/// A fire word is one of two things, and its form (`_FireForm`) says which:
+///
+/// - `entry`: the fire function's entry point. The fire functions are closure literals that call a
+///   static method (`{ R._fireFromSlot($0, $1) }`), not the method itself: a reference to a
+///   static method becomes a thunk that calls it (one more call per run), while the literal, with
+///   the method inlined into it, is the function itself. In specialized code (the registering
+///   methods are `@inlinable`, so the optimizer specializes them where they are used) such a
+///   literal captures nothing: a closure is two words, its function and its context, and the
+///   context is null (checked at the store, and folded away there). The word keeps the function;
+///   `call` rebuilds the same closure, with a null context. A closure whose context is not null
+///   is never cut down to its function.
+/// - `metatype`: a `_FireFunction` subclass's metatype. What `word` stores when the literal has a
+///   context: in unspecialized code (a debug build, or a generic caller the optimizer left
+///   generic), where it captures `R`'s metadata. The subclass (`_EmbeddedFire<R>`, ...) does what
+///   the literal does, in a class method called through the metatype: one word, nothing to keep
+///   alive (class metadata lives as long as the process), the unspecialized code a generic
+///   class's vtable holds - slower, and only where the literal would have been unspecialized too.
+///
+/// The form is a byte of its own, never a bit of the word: a function's entry may be at any
+/// address (a client built at `-Osize` does not align its functions, and compiles these literals:
+/// the registering methods are inlined there), and the optimizer, which assumes functions
+/// aligned, would fold a test of an entry's low bit away. The byte is one that is there anyway:
+/// a heap node's armed flag, the padding after the embedded node's interest byte.
+///
+/// A struct around the function, so that it is kept, and bit-cast, as the closure itself: as a
+/// generic value (`unsafeBitCast`'s argument) a bare function would be reabstracted (thunked).
+@usableFromInline
+internal struct _FireBox {
+    /// `(holder, source)`: see the type's comment.
+    @usableFromInline
+    typealias Fire = @Sendable (_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) -> Void
+
+    @usableFromInline var fire: Fire
+
+    @inlinable
+    init(_ fire: @escaping Fire) {
+        self.fire = fire
+    }
+
+    /// The fire word for `fire`, a closure literal, and its form (see the type's comment): its
+    /// function, if it captures nothing; else `fallback` (evaluated only then), a subclass that
+    /// does the same.
+    @inlinable @inline(__always)
+    static func word(
+        _ fire: @escaping Fire, orElse fallback: @autoclosure () -> _FireFunction.Type
+    ) -> (word: UInt, form: UInt8) {
+        let (function, context) = unsafeBitCast(_FireBox(fire), to: (UInt, UInt).self)
+        if _fastPath(context == 0) { return (function, _FireForm.entry) }
+        return (unsafeBitCast(fallback(), to: UInt.self), _FireForm.metatype)
+    }
+
+    /// Calls the fire function that `word`, of form `form`, holds with `holder` and `source` (see
+    /// the type's comment).
+    @inlinable @inline(__always)
+    static func call(_ word: UInt, form: UInt8, _ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        if _fastPath(form != _FireForm.metatype) {
+            unsafeBitCast((word, UInt(0)), to: _FireBox.self).fire(holder, source)
+        } else {
+            unsafeBitCast(word, to: _FireFunction.Type.self).fire(holder, source)
+        }
+    }
+}
+
+/// The form of a fire word (see `_FireBox`), in a byte beside it: a heap node's `_armedForm`
+/// (where 0 is a disarmed node) and the embedded node's `embeddedFireForm` (where 0, the
+/// init's, is the entry form: only the metatype form is stored there).
+@usableFromInline
+internal enum _FireForm {
+    /// The fire function's entry point.
+    @inlinable
+    static var entry: UInt8 { 1 }
+
+    /// A `_FireFunction` subclass's metatype.
+    @inlinable
+    static var metatype: UInt8 { 2 }
+}
+
+/// A fire function as a class method: the form a fire word takes where the closure literal has a
+/// context (see `_FireBox`). Never instantiated: a fire word holds a subclass's metatype.
+@usableFromInline
+internal class _FireFunction {
+    /// `(holder, source)`: see `_FireBox`.
+    @usableFromInline
+    class func fire(_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        fatalError("FastFuture internal error: a fire word without a fire function")
+    }
+}
+
+/// `R._fireFromSlot`, the embedded node's fire function, as a class method (see `_FireBox`).
+@usableFromInline
+internal final class _EmbeddedFire<R: _Registration>: _FireFunction {
+    @inlinable
+    override class func fire(_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        R._fireFromSlot(holder, source)
+    }
+}
+
+/// `R._fireSlotNode`, a slot node's fire function, as a class method (see `_FireBox`).
+@usableFromInline
+internal final class _SlotNodeFire<R: _Registration>: _FireFunction {
+    @inlinable
+    override class func fire(_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        R._fireSlotNode(holder, source)
+    }
+}
+
+/// `_Node<R>._fireNode`, a typed node's fire function, as a class method (see `_FireBox`).
+@usableFromInline
+internal final class _NodeFire<R: _Registration>: _FireFunction {
+    @inlinable
+    override class func fire(_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        _Node<R>._fireNode(holder, source)
     }
 }

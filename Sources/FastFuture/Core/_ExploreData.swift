@@ -4,7 +4,7 @@ import AtomicsShim
 
 // The core keeps some of its state in raw memory that threads hand to each other through the
 // state word's release and acquire, never through an atomic of their own: the callback links
-// (`_next`, `embeddedNext`), a node's fire words and armed flag, a slot node's slot, the
+// (`_next`, `embeddedNext`), a node's fire word and armed flag, a slot node's slot, the
 // embedded node's fire function and slot. Exploration builds (`-DFF_EXPLORE`, scripts/explore)
 // record each plain access to them, as the result cell's, so that the explorer checks that every
 // read happens after the write it reads (a weakened release or acquire on the way is a reported

@@ -233,12 +233,13 @@ internal struct _FutureCore {
         // Debug builds check the invariant: an empty field is zero (the init's, or the one left
         // below), so a second fire traps instead of calling the moved-out function again.
         assert(field.load(as: UInt.self) != 0, "FastFuture: ran the embedded node while it was empty")
-        // Moved out: no retain of the function's context for the call.
-        let fire = field.assumingMemoryBound(to: _FireBox.self).move().fire
+        // Taken out (a fire word owns nothing: no retain or release for the call).
+        let fire = field.load(as: UInt.self)
         #if DEBUG
             field.storeBytes(of: 0, as: UInt.self)
         #endif
-        fire(embeddedSlot, future)
+        _exploreRead(embeddedFireForm)
+        _FireBox.call(fire, form: embeddedFireForm.pointee, embeddedSlot, future)
     }
 
     /// Runs the embedded node's registration against the complete `future` (unretained: the
@@ -268,12 +269,20 @@ internal struct _FutureCore {
         rawField(\.embeddedSlot)
     }
 
-    /// The embedded node's `embeddedFire` field: raw memory that holds a `_FireBox` while
-    /// the slot holds a registration (owned by the node's owner; never `words.pointee`, which
+    /// The embedded node's `embeddedFire` field: raw memory that holds a fire word (`_FireBox`)
+    /// while the slot holds a registration (owned by the node's owner; never `words.pointee`, which
     /// would copy the whole struct).
     @inlinable
     var embeddedFire: UnsafeMutableRawPointer {
         rawField(\.embeddedFire)
+    }
+
+    /// The form of the embedded node's fire word (`_FutureWords.embeddedFireForm`, a `_FireForm`;
+    /// 0 from the init, the entry form): written, with `embeddedFire`, by the node's owner, only
+    /// for the metatype form (the node is owned once).
+    @inlinable
+    var embeddedFireForm: UnsafeMutablePointer<UInt8> {
+        field(\.embeddedFireForm)
     }
 
     // MARK: Publish

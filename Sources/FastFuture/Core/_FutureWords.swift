@@ -30,11 +30,12 @@ import AtomicsShim
 ///   embedded node in a stack temporary and copied it into every new future (about 10
 ///   instructions a future).
 /// - The embedded node, which the first registration can take instead of a node of its own (see
-///   `_State`): its stack link, `embeddedNext`; `embeddedFire`, what running it does (a
-///   `_FireBox`: `_Registration._fireFromSlot`, specialized where it was set), in raw memory
-///   like the registration: initialized by the node's owner with the slot, moved out when the
-///   node runs or is destroyed. Raw, so that the future's deinit has nothing to release here by
-///   itself: the slot holds a registration, and this a function, exactly while the state word has
+///   `_State`): its stack link, `embeddedNext`; `embeddedFire`, what running it does (a fire
+///   word, one word: see `_FireBox`; `_Registration._fireFromSlot`, specialized where it was
+///   set), and `embeddedFireForm`, that word's form (in the padding after `embeddedInterest`), in
+///   raw memory like the registration: written by the node's owner with the slot, taken out when
+///   the node runs or is destroyed. A word with nothing to release: the slot holds a
+///   registration, and this its fire word, exactly while the state word has
 ///   EMBEDDED and not COMPLETED (see `_FutureCore.deinitialize`); and `embeddedSlot`, the
 ///   registration itself, in raw memory (a callback, a `map`/`flatMap` step, a `flatMap`'s
 ///   forward, a combinator's input: see `_Registration`). Written by the node's owner before the
@@ -46,7 +47,8 @@ import AtomicsShim
 /// before `embeddedNext` - is 16-byte aligned (the state word's four low bits are flags), and
 /// that on 32-bit targets the future is a 16-byte aligned object (scripts/layout-check compiles
 /// it for i686, armv7, wasm32 and arm64_32). On 64-bit targets its layout is the one a Swift
-/// struct of the same fields had: 80 bytes, `embeddedNext` at 32.
+/// struct of the same fields has: 72 bytes, `embeddedNext` at 32 (with the object header and the
+/// result cell, a `Future` is 120 bytes: glibc's 128-byte chunk, the largest its fastbins keep).
 @usableFromInline
 internal typealias _FutureWords = ff_future_words
 
@@ -57,14 +59,14 @@ extension _FutureWords {
             self.init(
                 state: ff_atomic_word_make(state), upstream: ff_atomic_word_make(upstream),
                 waiters: ff_atomic_word_make(0), lockWord: .unlocked, isLocked: variant == .locked,
-                embeddedInterest: 0, _padding: (0, 0), _padding32: (0, 0, 0, 0), embeddedNext: nil,
-                embeddedFire: (0, 0),
-                embeddedSlot: (0, 0, 0))
+                embeddedInterest: 0, embeddedFireForm: 0, _padding: 0, _padding32: (0, 0, 0, 0),
+                embeddedNext: nil, embeddedFire: 0, embeddedSlot: (0, 0, 0))
         #else
             self.init(
                 state: ff_atomic_word_make(state), upstream: ff_atomic_word_make(upstream),
                 waiters: ff_atomic_word_make(0), lockWord: .unlocked, isLocked: variant == .locked,
-                embeddedInterest: 0, _padding: (0, 0), embeddedNext: nil, embeddedFire: (0, 0), embeddedSlot: (0, 0, 0))
+                embeddedInterest: 0, embeddedFireForm: 0, _padding: 0, embeddedNext: nil, embeddedFire: 0,
+                embeddedSlot: (0, 0, 0))
         #endif
     }
 }
@@ -73,42 +75,3 @@ extension _FutureWords {
 /// closure and one reference, which is what the registrations kept there need.
 @usableFromInline
 internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
-
-/// A node's *fire function* - what running the node does - as raw memory holds it: the embedded
-/// node's (`_FutureWords.embeddedFire`) and a heap node's (`_CallbackNode._fireWords`) alike. A
-/// struct around the function, so that the field can be reached through a typed pointer: an
-/// `UnsafeMutablePointer` to a *function* type would expect the function reabstracted (thunked),
-/// not as a struct field stores it.
-///
-/// The field holds a box exactly while its node holds a registration (see `_State`, "Raw
-/// fields"); whoever runs or destroys the node moves the box out (`move()`, never a copy: no
-/// retain or release of the function's context), leaving raw memory. Then
-/// `fire(holder, source)`:
-///
-/// - `holder` is where the registration is: the embedded node's slot
-///   (`_FutureWords.embeddedSlot`), or a heap node's object address (the caller holds the node
-///   for the call);
-/// - `source` is the complete future whose result the registration runs with (unretained: the
-///   caller holds it for the call). **`nil` means destroy**: the registration is released without
-///   running (its future died pending, or a heap node is released armed).
-///
-/// Either way a registration kept in raw words (the embedded slot, a `_SlotNode`'s) is moved out
-/// of them, which are raw memory again; a `_Node`'s stays in the node and goes with it.
-///
-/// The fire functions are stored as closure literals that call a static method (`{
-/// R._fireFromSlot($0, $1) }`), not as the method itself: a reference to a static method becomes
-/// a thunk that calls it (one more call per run), while the literal, with the method inlined into
-/// it, is the function itself.
-@usableFromInline
-internal struct _FireBox {
-    /// `(holder, source)`: see the type's comment.
-    @usableFromInline
-    typealias Fire = @Sendable (_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) -> Void
-
-    @usableFromInline var fire: Fire
-
-    @inlinable
-    init(_ fire: @escaping Fire) {
-        self.fire = fire
-    }
-}

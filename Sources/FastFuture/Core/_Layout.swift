@@ -20,34 +20,35 @@ internal enum _Layout {
     @inlinable
     static var futureWordsOffset: Int { ff_future_words_offset() }
 
-    /// Where a heap node's fire words (`_CallbackNode._fireWords`) are, from the node's address:
-    /// after the header, `_next` and `_interest`/`_isArmed` (padded to a word).
+    /// Where a heap node's fire word (`_CallbackNode._fireWords`) is, from the node's address:
+    /// after the header, `_next` and `_interest`/`_armedForm` (padded to a word).
     @inlinable
     static var nodeFireOffset: Int { ff_node_fire_offset() }
 
     /// Where a slot node's registration (`_SlotNode._slotWords`) is, from the node's address:
-    /// after the fire words (two words; 16 bytes with their alignment on 32-bit targets).
+    /// after the fire word (one word; 16 bytes with its alignment on 32-bit targets).
     @inlinable
     static var slotNodeSlotOffset: Int { ff_slot_node_slot_offset() }
 }
 
 #if _pointerBitWidth(_32)
-    /// A heap node's fire words (`_CallbackNode._fireWords`). 32-bit targets: a 16-byte aligned
-    /// C struct of two words (`ff_node_fire_words`), which makes every node a 16-byte aligned
-    /// object (malloc aligns to 8 there, and the state word's four low bits are flags).
+    /// A heap node's fire word (`_CallbackNode._fireWords`, see `_FireBox`). 32-bit targets: a
+    /// 16-byte aligned C struct of one word (`ff_node_fire_words`), which makes every node a
+    /// 16-byte aligned object (malloc aligns to 8 there, and the state word's four low bits are
+    /// flags).
     @usableFromInline
     internal typealias _NodeFireWords = ff_node_fire_words
 
     extension _NodeFireWords {
-        /// Both words 0.
+        /// The word 0.
         @inlinable
-        static var zero: _NodeFireWords { _NodeFireWords(words: (0, 0)) }
+        static var zero: _NodeFireWords { _NodeFireWords(word: 0) }
     }
 #else
-    /// A heap node's fire words (`_CallbackNode._fireWords`): two words (64-bit targets, where
-    /// malloc's 16-byte alignment makes every node's address 16-byte aligned).
+    /// A heap node's fire word (`_CallbackNode._fireWords`, see `_FireBox`): one word (64-bit
+    /// targets, where malloc's 16-byte alignment makes every node's address 16-byte aligned).
     @usableFromInline
-    internal typealias _NodeFireWords = (UInt, UInt)
+    internal typealias _NodeFireWords = UInt
 #endif
 
 extension Unmanaged {

@@ -46,7 +46,8 @@ extension _Registration {
     /// The embedded node's fire function for this kind (see `_FireBox`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
     /// or, if `source` is `nil`, drops it. Stored as a closure literal that calls it (see
-    /// `_FireBox`: as `R._fireFromSlot` itself, one more call per run, 4 instructions in S1).
+    /// `_FireBox`: as `R._fireFromSlot` itself, one more call per run, 4 instructions in S1), or,
+    /// unspecialized, as `_EmbeddedFire<R>`.
     @inlinable @inline(__always)
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
@@ -96,7 +97,13 @@ extension Future {
                 // the node is claimed once: only the other kinds store theirs (folded away for a
                 // callback). Published with the node by the push's release.
                 if R._interest != _Interest.consumer { core.embeddedInterest.pointee = R._interest }
-                core.embeddedFire.initializeMemory(as: _FireBox.self, to: _FireBox({ R._fireFromSlot($0, $1) }))
+                let fire = _FireBox.word({ R._fireFromSlot($0, $1) }, orElse: _EmbeddedFire<R>.self)
+                core.embeddedFire.storeBytes(of: fire.word, as: UInt.self)
+                // The form byte is the entry form (0) from the init, and the node is claimed once:
+                // only the metatype form is stored (folded away where the literal is specialized).
+                // A datum of its own for the explorer: a byte beside the word, read with it.
+                _exploreWrite(core.embeddedFireForm)
+                if fire.form != _FireForm.entry { core.embeddedFireForm.pointee = fire.form }
                 let node = core.embeddedNode
                 assert(
                     UInt(bitPattern: node) & _State.flagMask == 0,

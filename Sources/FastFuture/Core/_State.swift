@@ -44,27 +44,27 @@ import AtomicsShim
 ///     result cell (`Future._resultCell`)      the result                COMPLETED (written while CLAIMED,
 ///                                                                       by the winner; destroyed by deinit)
 ///     embedded slot (`embeddedSlot`)          a registration            EMBEDDED set and COMPLETED not; after
-///     embedded fire (`embeddedFire`)          its `_FireBox`            the publish, until whoever took the
+///     embedded fire (`embeddedFire`)          its fire word             the publish, until whoever took the
 ///                                                                       node runs it (holding the future: the
 ///                                                                       deinit sees exactly EMBEDDED, !COMPLETED)
 ///     embedded interest (`embeddedInterest`)  the owner's `_Interest`   from the owner's fill on (never reset:
 ///                                                                       the node is owned once)
 ///     link (`embeddedNext`, a node's `_next`) the node below, or nil    pushed and not yet taken; nil again
 ///                                                                       once a run or release walks past it
-///     a heap node's `_fireWords`              a `_FireBox`              `_isArmed` (init or re-arm, until the
+///     a heap node's `_fireWords`              a fire word               `_isArmed` (init or re-arm, until the
 ///                                                                       node's runner disarms it to run it)
 ///     a `_SlotNode`'s `_slotWords`            a registration            `_isArmed` (moved out by the fire
 ///                                                                       function)
 ///     a waiter slot (`_WaiterList`)           a waiter                  see `_WaiterList`'s invariant
 ///
-/// The offsets of the raw fields come from the C layout (`_Layout`); a fire box holds the rule
+/// The offsets of the raw fields come from the C layout (`_Layout`); a fire word holds the rule
 /// for its registration ("`nil` means destroy": see `_FireBox`).
 ///
 /// "Fire" has five meanings in this code base; each says which it is:
 ///
-/// - a node's *fire function* (`_FireBox`, `embeddedFire`, `_fireWords`): what running the node
-///   does; a node holding one is *armed*;
-/// - *firing* a node (`fireEmbedded`, `_CallbackNode._fire`): moving its fire function out and
+/// - a node's *fire function* (a fire word, `_FireBox`: `embeddedFire`, `_fireWords`): what running
+///   the node does; a node holding one is *armed*;
+/// - *firing* a node (`fireEmbedded`, `_CallbackNode._fire`): taking its fire word out and
 ///   calling it - running its registration with the result, or, with none, destroying it;
 /// - a future *fires* its callbacks when it completes (the drivers' and isolated queue's word):
 ///   its completer runs the stack it took;
@@ -107,7 +107,7 @@ import AtomicsShim
 ///   publish takes only what was pushed. A push that finds COMPLETED hands the node back, and its
 ///   owner runs it itself, at once. COMPLETED: the publish cleared the bit and nobody can set it
 ///   again; whoever holds the node (the winner, through the stack, or the owner whose push came
-///   too late) runs it once, moving the registration and `embeddedFire` out (raw memory again).
+///   too late) runs it once, moving the registration and taking `embeddedFire` out (raw memory again).
 ///   So, as its future's deinit sees it, the node holds a registration exactly while EMBEDDED is
 ///   set and COMPLETED is not (the raw fields' table above).
 /// - The upstream and waiters words are not part of this state: see `_FutureWords`.

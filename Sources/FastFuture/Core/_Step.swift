@@ -117,7 +117,7 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
             if let slotNode = node._asSlotNode {
                 slotNode._refill(with: _Forward(derived: derived))
             } else {
-                node._arm({ Self._fireForward($0, $1) })
+                node._arm(_FireBox.word({ Self._fireForward($0, $1) }, orElse: _ForwardFire<Body, Executor>.self))
             }
             inner._registerNode(node)
         } else {
@@ -133,6 +133,15 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         Unmanaged<_Node<Self>>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
             _ = node.registration.derived._complete(Future<Output>._completedResult(ofUnretained: inner))
         }
+    }
+}
+
+/// `_Step._fireForward`, a reused `_Node`'s fire function, as a class method (see `_FireBox`).
+@usableFromInline
+internal final class _ForwardFire<Body: _StepBody, Executor: FutureExecutor>: _FireFunction {
+    @inlinable
+    override class func fire(_ holder: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
+        _Step<Body, Executor>._fireForward(holder, source)
     }
 }
 

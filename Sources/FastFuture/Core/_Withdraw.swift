@@ -260,8 +260,7 @@ extension _FutureCore {
                 registration = embeddedSlot
             } else {
                 interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
-                // A `_SlotNode`'s slot, or a `_Node`'s registration: the same offset (LayoutTests).
-                registration = raw + _SlotNode.slotOffset
+                registration = Self.registration(ofNode: raw)
             }
             let now = Self.interestNow(interest, registration, excluding: excluding)
             if now == .wants { return true }
@@ -285,7 +284,14 @@ extension _FutureCore {
     func givenUp(_ raw: UnsafeMutableRawPointer) -> Bool {
         guard raw != embeddedNode else { return false }
         let interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
-        return Self.interestNow(interest, raw + _SlotNode.slotOffset, excluding: nil) == .givenUp
+        return Self.interestNow(interest, Self.registration(ofNode: raw), excluding: nil) == .givenUp
+    }
+
+    /// Where the registration of the heap node at `raw` is: a `_SlotNode`'s slot, or a `_Node`'s
+    /// registration - at the same offset, but for a registration more aligned than the node's
+    /// fields leave it (see `_CallbackNode._registrationOffset`).
+    static func registration(ofNode raw: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        raw + Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { type(of: $0)._registrationOffset }
     }
 
     /// Puts the unlinked node `raw` on the list `unlinked` (through its own link).
