@@ -145,8 +145,8 @@
     }
 
     /// A pending source and an isolated queue for one domain whose drains the explorer's hops
-    /// run (on the check's thread, by `runDrains`): the set-up of this file's scenarios.
-    private struct IsolatedSource {
+    /// run (on the check's thread, by `runDrains`): the set-up of the isolated-join scenarios.
+    struct IsolatedSource {
         let run = ExploreRun()
         let promise: Promise<ExplorePayload>
         let hops = ExploreHops()

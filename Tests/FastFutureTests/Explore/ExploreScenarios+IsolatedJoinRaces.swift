@@ -23,16 +23,9 @@
         static let isolatedStepAndCallbackRegisterThenCancel = ExploreScenario(
             "isolated-step-and-callback-register-then-cancel"
         ) { variant in
-            let run = ExploreRun()
+            let setUp = IsolatedSource(variant)
+            let (run, promise, source, queue) = (setUp.run, setUp.promise, setUp.source, setUp.queue)
             let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let hops = ExploreHops()
-            let domain = ExploreDomain()
-            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
-                hops.execute { domain.queue?.drain() }
-            })
-            let queue = domain.queue!
             let leaving = source.map { $0 }
             let step = ExploreFutureBox()
             run.watch(source, "source")
@@ -53,9 +46,7 @@
                 },
             ]
             run.check = {
-                let runDrains = {
-                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
-                }
+                let runDrains = setUp.runDrains
                 runDrains()
                 log.expect(
                     source.peek()?.isCancellation != true,
@@ -71,7 +62,7 @@
                 log.expect(log.count("callback:1") == 1, "the callback: \(log.events)")
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
                 step.future = nil
-                domain.queue = nil
+                setUp.domain.queue = nil
             }
             return run
         }
@@ -86,16 +77,9 @@
         static let isolatedStepAndCallbackJoinVsWithdrawals = ExploreScenario(
             "isolated-step-and-callback-join-vs-withdrawals"
         ) { variant in
-            let run = ExploreRun()
+            let setUp = IsolatedSource(variant)
+            let (run, promise, source, queue) = (setUp.run, setUp.promise, setUp.source, setUp.queue)
             let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let hops = ExploreHops()
-            let domain = ExploreDomain()
-            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
-                hops.execute { domain.queue?.drain() }
-            })
-            let queue = domain.queue!
             let leaving = source.map { $0 }
             let step = ExploreFutureBox()
             run.watch(source, "source")
@@ -120,9 +104,7 @@
                 { leaving.cancel() },
             ]
             run.check = {
-                let runDrains = {
-                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
-                }
+                let runDrains = setUp.runDrains
                 runDrains()
                 let cancelled = source.peek()?.isCancellation == true
                 log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
@@ -144,7 +126,7 @@
                 }
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
                 step.future = nil
-                domain.queue = nil
+                setUp.domain.queue = nil
             }
             return run
         }
@@ -156,16 +138,9 @@
         /// runs exactly once, with the value, in its thread's registration order: `a` before `b`,
         /// and `c` after the step's body (its derived future is complete when `c` runs).
         static let isolatedJoinsVsCompletion = ExploreScenario("isolated-joins-vs-completion") { variant in
-            let run = ExploreRun()
+            let setUp = IsolatedSource(variant)
+            let (run, promise, source, queue) = (setUp.run, setUp.promise, setUp.source, setUp.queue)
             let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let hops = ExploreHops()
-            let domain = ExploreDomain()
-            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
-                hops.execute { domain.queue?.drain() }
-            })
-            let queue = domain.queue!
             let step = ExploreFutureBox()
             run.watch(source, "source")
             run.watch(queue, "queue")
@@ -189,7 +164,7 @@
                 { promise.succeed(ExplorePayload(1)) },
             ]
             run.check = {
-                while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
+                setUp.runDrains()
                 log.expect(log.events.count == 3, "not exactly three bodies ran: \(log.events)")
                 for name in ["a", "b", "c"] {
                     log.expect(log.count("\(name):1") == 1, "\(name) did not run once with the value: \(log.events)")
@@ -201,7 +176,7 @@
                 log.expect(step.future?.peek()?.payloadID == 1, "the step's future did not get the value")
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
                 step.future = nil
-                domain.queue = nil
+                setUp.domain.queue = nil
             }
             return run
         }
