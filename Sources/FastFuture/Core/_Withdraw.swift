@@ -306,16 +306,21 @@ extension _FutureCore {
         switch interest {
         case _Interest.derived, _Interest.derivedRunning, _Interest.combinator:
             // The object the registration holds (+1) first: a future, or an aggregator. Its
-            // first stored word, right after the object header: a future's state word, an
-            // aggregator's `_remaining` (then `_taken`). acquire: pairs with the release of
-            // whoever claimed it before taking a scan bit here (see `withdraw`).
+            // first stored word, right after the object header: an aggregator's `_remaining`
+            // (then `_taken`); a future's state word, `_Layout.futureWordsOffset` further (a
+            // word on 32-bit targets, where the future's words are 16-byte aligned). acquire:
+            // pairs with the release of whoever claimed it before taking a scan bit here (see
+            // `withdraw`).
             let object = registration.load(as: UnsafeRawPointer.self)
-            let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
-                .assumingMemoryBound(to: ff_atomic_word.self)
-            let decided =
-                interest == _Interest.combinator
-                ? ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
-                : ff_atomic_word_load_acquire(words) & _State.claimed != 0
+            let stored = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
+            let decided: Bool
+            if interest == _Interest.combinator {
+                let words = stored.assumingMemoryBound(to: ff_atomic_word.self)
+                decided = ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
+            } else {
+                let state = (stored + _Layout.futureWordsOffset).assumingMemoryBound(to: ff_atomic_word.self)
+                decided = ff_atomic_word_load_acquire(state) & _State.claimed != 0
+            }
             // Decided is for good: a claimed future, a taken token. A `derivedRunning`
             // registration still runs code then.
             if decided { return interest == _Interest.derivedRunning ? .idle : .givenUp }
