@@ -142,7 +142,10 @@ extension ResultWordTests {
     ) async -> [String] {
         var bad = readEveryWayBlocking(future, expected, early: early, name)
         for _ in 0..<3 {
-            do { _ = try await future.value } catch { if !same(error, expected) { bad.append("\(name): value") } }
+            do {
+                _ = try await future.value
+                bad.append("\(name): value returned")
+            } catch { if !same(error, expected) { bad.append("\(name): value") } }
         }
         return bad
     }
@@ -157,16 +160,21 @@ extension ResultWordTests {
             } else {
                 bad.append("\(name): peek \(round)")
             }
-            do { _ = try future.wait() } catch { if !same(error, expected) { bad.append("\(name): wait") } }
-            do { _ = try future.wait(timeout: .seconds(60)) } catch {
-                if !same(error, expected) { bad.append("\(name): wait(timeout:)") }
-            }
+            do {
+                _ = try future.wait()
+                bad.append("\(name): wait returned")
+            } catch { if !same(error, expected) { bad.append("\(name): wait") } }
+            do {
+                _ = try future.wait(timeout: .seconds(60))
+                bad.append("\(name): wait(timeout:) returned")
+            } catch { if !same(error, expected) { bad.append("\(name): wait(timeout:)") } }
             let late = LockedBox<Bool?>(nil)
             future.whenFailure { error in late.withLock { $0 = same(error, expected) } }
             if late.snapshot != true { bad.append("\(name): late callback") }
-            do { _ = try future.map { $0 + "!" }.wait() } catch {
-                if !same(error, expected) { bad.append("\(name): map") }
-            }
+            do {
+                _ = try future.map { $0 + "!" }.wait()
+                bad.append("\(name): map succeeded")
+            } catch { if !same(error, expected) { bad.append("\(name): map") } }
             let recovered = future.recover { error in same(error, expected) ? "recovered" : "another error" }
             if (try? recovered.wait()) != "recovered" { bad.append("\(name): recover") }
         }
