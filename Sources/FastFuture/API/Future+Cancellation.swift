@@ -37,8 +37,7 @@ extension Future {
         // specialized, and `_complete(.failure(...))` would look up `Result<Value, _>`'s metadata.
         switch _core.claim(byCancel: true) {
         case .won:
-            _storeError(_cancellationError)
-            _publishStored(byCancel: true)
+            _publishStored(byCancel: true, result: _storeError(_cancellationError))
         case .lostToCancel, .lostToCompletion:
             // The winner may be between its claim and its publish: the only wait in the state
             // machine, a few instructions long (see `_FutureCore.awaitPublished`).

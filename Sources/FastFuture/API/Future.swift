@@ -22,7 +22,8 @@
 ///   through the C11 shim (or, `.locked`, under the future's mutex), or `_resultCell`, which is
 ///   written once by the single winner of the claim before the publishing exchange (release),
 ///   and read only after an acquire that observed COMPLETED (or under the mutex after COMPLETED
-///   was set under it). Hence `@unchecked Sendable`.
+///   was set under it). What the result is, and a failure's error, are in the state word itself
+///   (see `_ResultWord`). Hence `@unchecked Sendable`.
 //
 // How it works: the words, the states, who owns what and who may call what are documented once,
 // on `_FutureWords` and `_State` (Core/_FutureWords.swift, Core/_State.swift), and in the
@@ -39,8 +40,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// Never read or written as a Swift property after `init`.
     @usableFromInline internal var _words: _FutureWords
 
-    /// The result, in raw memory (see `_ResultCell`): written once by the claim's winner, read
-    /// after COMPLETED was observed; only ever touched through `_resultCellPointer`. Exclusivity
+    /// The result's value, in raw memory (see `_ResultCell`; what the result is, and a failure's
+    /// error, are in the state word): written once by the claim's winner, read after COMPLETED
+    /// was observed; only ever touched through `_resultCellPointer`. Exclusivity
     /// checking is off because accesses are ordered by the state word instead.
     ///
     /// Not a stored property of a type that mentions `Value` (`Result<Value, any Error>?`, or an
@@ -66,7 +68,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
     @inlinable
     internal init(_variant variant: FutureVariant, result: Result<Value, any Error>?, upstream: AnyObject? = nil) {
-        let state: UInt = result == nil ? 0 : _State.completed | _State.claimed
+        // A future made complete gets the state word that says what its result is (see
+        // `_ResultWord`), and its value in the cell below, before any other thread sees it.
+        let state: UInt
+        switch result {
+        case nil: state = 0
+        case .success: state = Self._valueWord | _State.completed | _State.claimed
+        case .failure(let error): state = _ResultWord.retaining(error) | _State.completed | _State.claimed
+        }
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
         self._resultCell = _ResultCell()
@@ -77,7 +86,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
             withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) }
                 == UnsafeMutableRawPointer(_resultCellPointer),
             "FastFuture: _resultCell is not where _ResultCell.offsetInFuture says")
-        if let result { _storeResult(result) }
+        switch result {
+        case nil: break
+        case .success(let value): _ = _storeValue(value)
+        case .failure: _exploreRecordErrorWrite()
+        }
     }
 
     /// Creates a future by handing its promise to `body`: the way to wrap a callback-style API.
@@ -143,8 +156,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
                 _DroppedFutureCheck.check(self, _core, file: site.file, line: site.line)
             }
         #endif
-        _destroyResult()
-        _core.deinitialize()
+        // The last reference is gone: the state word's last value (see `_FutureCore.deinitialize`).
+        let state = _core.settledState
+        _exploreRecordResultFree()
+        if state & _State.completed != 0, state >= _ResultWord.valueToDestroy { _destroyResult(state: state) }
+        _core.deinitialize(state: state)
     }
 
     // MARK: Looking
@@ -175,6 +191,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// - Returns: The result, or `nil`.
     @inlinable
     public func peek() -> Result<Value, any Error>? {
-        _loadState() & _State.completed != 0 ? _completedResult : nil
+        let state = _loadState()
+        return state & _State.completed != 0 ? Self._completedResult(state: state, in: _resultCellPointer) : nil
     }
 }

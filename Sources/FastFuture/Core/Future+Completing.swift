@@ -54,18 +54,18 @@ extension Future {
     /// runs the callbacks.
     @inlinable @inline(__always)
     internal func _completeClaimed(_ result: Result<Value, any Error>, byCancel: Bool) {
-        _storeResult(result)
-        _publishStored(byCancel: byCancel)
+        _publishStored(byCancel: byCancel, result: _storeResult(result))
     }
 
-    /// The rest of `_completeClaimed`, once the result is written: publishes, wakes the waiters,
-    /// forwards a cancellation, runs the callbacks. Mentions no `Result<Value, _>`, so a caller
-    /// that stores an error with `_storeError` (a forwarded cancellation, in generic code) does
-    /// not look up that type's metadata.
+    /// The rest of `_completeClaimed`, once the result is written (`result`, its result word:
+    /// see `_ResultWord`): publishes, wakes the waiters, forwards a cancellation, runs the
+    /// callbacks. Mentions no `Result<Value, _>`, so a caller that stores an error with
+    /// `_storeError` (a forwarded cancellation, in generic code) does not look up that type's
+    /// metadata.
     @inlinable @inline(__always)
-    internal func _publishStored(byCancel: Bool) {
+    internal func _publishStored(byCancel: Bool, result: UInt) {
         let core = _core
-        let (stack, upstream, waiters) = core.publish(byCancel: byCancel)
+        let (stack, upstream, waiters) = core.publish(byCancel: byCancel, result: result)
         // Waiters first: they wait for the result, not for the callbacks.
         if waiters != 0 {
             _WaiterList.wakeAll(waiters, waiters: core.waiters, future: self, mutex: core.mutex)

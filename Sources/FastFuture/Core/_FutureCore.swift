@@ -287,15 +287,18 @@ internal struct _FutureCore {
 
     // MARK: Publish
 
-    /// Publishes the result written by the claim's winner: sets COMPLETED and takes the callback
-    /// stack (LIFO, owned), the upstream object (+1, or `_Upstream.none`) and the waiter list
-    /// (unowned: the future keeps it; or 0). The winner then wakes the waiters and runs the
-    /// stack.
+    /// Publishes the result written by the claim's winner: sets COMPLETED with what the result
+    /// is (the word is final then: the result word above the flags, HEAD and EMBEDDED gone) and
+    /// takes the callback stack (LIFO, owned), the upstream object (+1, or `_Upstream.none`) and
+    /// the waiter list (unowned: the future keeps it; or 0). The winner then wakes the waiters
+    /// and runs the stack.
+    ///
+    /// `result`: the result word (`_ResultWord`), published in the state word's upper bits.
     ///
     /// Called by: the claim's winner only, once, after writing the result.
     @inlinable @inline(__always)
-    func publish(byCancel: Bool) -> (stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt) {
-        let final = _State.completed | _State.claimed | (byCancel ? _State.cancelled : 0)
+    func publish(byCancel: Bool, result: UInt) -> (stack: UnsafeMutableRawPointer?, upstream: UInt, waiters: UInt) {
+        let final = result | _State.completed | _State.claimed | (byCancel ? _State.cancelled : 0)
         if let mutex { return publishLocked(mutex, final: final) }
         // seq_cst exchange: its release half publishes the result to every acquire that will see
         // COMPLETED (`loadState`, `push`); its acquire half receives the nodes that pushes
@@ -435,13 +438,18 @@ internal struct _FutureCore {
 
     // MARK: Teardown
 
-    /// Frees what a future holds at its end (its last reference is gone, so no other thread can
-    /// touch the words: relaxed loads suffice, ordered by the reference count's release/acquire).
+    /// The state word of a future that no longer changes: complete, and seen so by the caller
+    /// (with acquire, or under the lock), or whose last reference is gone (the deinit).
+    @inlinable @inline(__always)
+    var settledState: UInt { ff_atomic_word_load_settled(state) }
+
+    /// Frees what a future holds at its end but its result (its last reference is gone, so no
+    /// other thread can touch the words: relaxed loads suffice, ordered by the reference count's
+    /// release/acquire); `current`, the state word (`settledState`).
     ///
     /// Called by: the future's deinit only.
     @usableFromInline @inline(__always)
-    func deinitialize() {
-        let current = ff_atomic_word_load_relaxed(state)
+    func deinitialize(state current: UInt) {
         if current & _State.completed == 0 {
             // Never completed (its promise was dropped): free the callbacks, running none.
             if let head = UnsafeMutableRawPointer(bitPattern: current & _State.pointerMask) {

@@ -48,7 +48,8 @@ import AtomicsShim
 /// that on 32-bit targets the future is a 16-byte aligned object (scripts/layout-check compiles
 /// it for i686, armv7, wasm32 and arm64_32). On 64-bit targets its layout is the one a Swift
 /// struct of the same fields has: 72 bytes, `embeddedNext` at 32 (with the object header and the
-/// result cell, a `Future` is 120 bytes: glibc's 128-byte chunk, the largest its fastbins keep).
+/// result cell's three words, a `Future<Int>` is 112 bytes: glibc's 128-byte chunk, the largest
+/// its fastbins keep).
 @usableFromInline
 internal typealias _FutureWords = ff_future_words
 

@@ -2,39 +2,81 @@ import AtomicsShim
 
 // MARK: - The result cell
 
-/// A future's result in raw memory: a tag and three words that hold the value (if it fits, as
-/// most do: an `Int`, a `String`, an array, a reference, a small struct), the error, or a box
-/// holding a larger value. Its type does not mention `Value`, so the class's deinit needs no
-/// metadata lookup for it (see `Future._resultCell`).
+/// A future's result, in two places: what it is - a value, or which error - in the state word's
+/// upper bits, published with COMPLETED by the same exchange (see `_ResultWord`), and a value in
+/// three words of raw memory (if it fits, as most do: an `Int`, a `String`, an array, a
+/// reference, a small struct), or a box holding a larger value. Its type does not mention
+/// `Value`, so the class's deinit needs no metadata lookup for it (see `Future._resultCell`).
 @usableFromInline
 internal struct _ResultCell {
-    // The tag: what the payload holds. A value is `value` if its type is trivial (an `Int`: the
-    // deinit then destroys nothing, without looking up the type's metadata to learn that), else
-    // `valueToDestroy`.
-    @usableFromInline static let pending: UInt8 = 0
-    @usableFromInline static let value: UInt8 = 1
-    @usableFromInline static let error: UInt8 = 2
-    @usableFromInline static let boxedValue: UInt8 = 3
-    @usableFromInline static let valueToDestroy: UInt8 = 4
-
-    @usableFromInline var tag: UInt8
     @usableFromInline var payload: (UInt, UInt, UInt)
 
     @inlinable
     init() {
-        tag = Self.pending
         payload = (0, 0, 0)
     }
 
     /// Where the payload starts, from the cell's start.
     @inlinable
-    static var payloadOffset: Int { MemoryLayout<_ResultCell>.offset(of: \.payload).unsafelyUnwrapped }
+    static var payloadOffset: Int { 0 }
 
     /// Where the cell starts in a future's stored properties: right after `_words`.
     @inlinable
     static var offsetInFuture: Int {
         let alignment = MemoryLayout<_ResultCell>.alignment
         return (_Layout.futureWordsOffset + MemoryLayout<_FutureWords>.size + alignment - 1) & ~(alignment - 1)
+    }
+}
+
+/// What a complete future's result is, in its state word's upper bits (COMPLETED, CLAIMED and
+/// CANCELLED are bits 0 to 2; once COMPLETED, HEAD and EMBEDDED are free: see `_State`). The
+/// claim's winner publishes it with COMPLETED, in the same exchange (or store, under the lock);
+/// `init` writes it for a future made complete. Every reader of the result has seen COMPLETED
+/// in that word (acquire, or under the lock), and the word never changes again.
+///
+///     bits above 2    0        a value that needs no destruction (its type is trivial: an `Int`)
+///                     0b1000   a value to destroy (in the cell, or boxed)
+///                     else     a failure: its error, `any Error` (one reference to a heap
+///                              box, at least 8-byte aligned), +1, released by the future's deinit
+///
+/// So a word below 16 is a success, and a failure's error is the word with its 3 low bits clear
+/// (bit 3 may be the error's, on targets whose allocator aligns to 8: a complete word's EMBEDDED
+/// bit means nothing - everything that reads EMBEDDED or HEAD tests COMPLETED first).
+@usableFromInline
+internal enum _ResultWord {
+    /// A value whose type is trivial: nothing to destroy.
+    @usableFromInline static let trivialValue: UInt = 0
+    /// A value to destroy.
+    @usableFromInline static let valueToDestroy: UInt = 0b1000
+    /// The first word that is a failure's: a success's word is below it.
+    @usableFromInline static let firstFailure: UInt = 0b1_0000
+    /// The bits a failure's error occupies.
+    @usableFromInline static let errorMask: UInt = ~0b0111
+
+    /// The word of a failure with `error`, which it holds (+1: the future's deinit releases it).
+    /// An `any Error` is one reference to an object (the error's box; on Apple platforms it may
+    /// be an `NSError`): retained and released as one. Out of line: a failure's path only.
+    @usableFromInline @inline(never)
+    static func retaining(_ error: any Error) -> UInt {
+        // (`as any Error`: the existential itself, not the error opened from it.)
+        let word = unsafeBitCast(error as any Error, to: UInt.self)
+        _ = Unmanaged<AnyObject>.fromWord(word).retain()
+        // An error box is a heap object (malloc: 8- or 16-byte aligned) at a real address: its
+        // 3 low bits are free for the flags, and it is not one of the success words.
+        precondition(word & ~errorMask == 0 && word >= firstFailure, "FastFuture: an error box is not 8-byte aligned")
+        return word
+    }
+
+    /// The error a failure's word holds (+0: the future keeps it).
+    @inlinable @inline(__always)
+    static func error(in word: UInt) -> any Error {
+        unsafeBitCast(word & errorMask, to: (any Error).self)
+    }
+
+    /// Releases the error a failure's word holds (deinit).
+    @inlinable
+    static func releaseError(in word: UInt) {
+        Unmanaged<AnyObject>.fromWord(word & errorMask).release()
     }
 }
 
@@ -54,41 +96,46 @@ extension Future {
     /// the mutex).
     @inlinable
     internal var _completedResult: Result<Value, any Error> {
-        Self._completedResult(in: _resultCellPointer)
+        Self._completedResult(state: _core.settledState, in: _resultCellPointer)
     }
 
     /// The result of the complete future at `future` (unretained: the caller holds it), read
     /// without touching its reference count.
     @inlinable @inline(__always)
     internal static func _completedResult(ofUnretained future: UnsafeRawPointer) -> Result<Value, any Error> {
-        let cell = UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize + _ResultCell.offsetInFuture)
-            .assumingMemoryBound(to: _ResultCell.self)
+        let stored = UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize)
+        let cell = (stored + _ResultCell.offsetInFuture).assumingMemoryBound(to: _ResultCell.self)
         #if FF_EXPLORE
             // Exploration builds read the cell through the same address arithmetic as release
             // builds, and record the read on that address (the one `_storeResult` records its write
             // on, if the offset is right: a wrong one reads another cell, and the checks see it).
             _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), cell, 0)
         #endif
-        return _completedResult(in: cell)
+        let state = (stored + _Layout.futureWordsOffset).assumingMemoryBound(to: ff_atomic_word.self)
+        return _completedResult(state: ff_atomic_word_load_settled(state), in: cell)
     }
 
+    /// The result that `state`, a complete future's state word, and its cell hold.
     @inlinable @inline(__always)
-    internal static func _completedResult(in cell: UnsafeMutablePointer<_ResultCell>) -> Result<Value, any Error> {
+    internal static func _completedResult(state: UInt, in cell: UnsafeMutablePointer<_ResultCell>) -> Result<
+        Value, any Error
+    > {
+        assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        let tag = cell.pointer(to: \.tag).unsafelyUnwrapped.pointee
-        // The tag of a value in the cell: one constant once specialized (see `_storeResult`).
-        if _fastPath(tag == Self._valueTag) { return .success(payload.assumingMemoryBound(to: Value.self).pointee) }
-        switch tag {
-        case _ResultCell.error: return .failure(payload.assumingMemoryBound(to: (any Error).self).pointee)
-        case _ResultCell.boxedValue:
+        if _fastPath(state < _ResultWord.firstFailure) {
+            // A value: in the cell if it fits (one constant once specialized), else boxed.
+            if Self._valueFitsInCell { return .success(payload.assumingMemoryBound(to: Value.self).pointee) }
             return .success(payload.assumingMemoryBound(to: _ResultBox<Value>.self).pointee.value)
-        default: fatalError("FastFuture internal error: read the result of a pending future")
         }
+        return .failure(_ResultWord.error(in: state))
     }
 
-    /// The tag of a value held in the cell: `valueToDestroy` unless `Value` is trivial.
+    /// The result word of a value (see `_ResultWord`): one constant once specialized. A boxed
+    /// value's box is released, whatever the value.
     @inlinable
-    internal static var _valueTag: UInt8 { _isPOD(Value.self) ? _ResultCell.value : _ResultCell.valueToDestroy }
+    internal static var _valueWord: UInt {
+        _isPOD(Value.self) && _valueFitsInCell ? _ResultWord.trivialValue : _ResultWord.valueToDestroy
+    }
 
     /// Whether a value fits in the cell's payload.
     @inlinable
@@ -113,75 +160,85 @@ extension Future {
         }
     }
 
-    #if FF_EXPLORE
-        /// Exploration builds: the result cell, without recording an access (deinit: the last
-        /// reference's release and acquire, which order it after every use, are not modelled).
-        @inlinable
-        internal var _resultCellPointerUnannotated: UnsafeMutablePointer<_ResultCell> {
-            (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
-                to: _ResultCell.self)
-        }
-    #endif
-
-    /// Writes the result (the claim's winner, before its publish; or `init`).
-    @inlinable
-    internal func _storeResult(_ result: Result<Value, any Error>) {
-        let cell = _resultCellPointer
-        #if FF_EXPLORE
-            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
-        #endif
-        let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        let tag: UInt8
+    /// Writes the result (the claim's winner, before its publish; or `init`): a value into the
+    /// cell. Returns the result word (see `_ResultWord`) that the publish (or `init`) puts in
+    /// the state word: for a failure, the error, +1.
+    @inlinable @inline(__always)
+    internal func _storeResult(_ result: Result<Value, any Error>) -> UInt {
         switch result {
-        case .success(let value):
-            if Self._valueFitsInCell {
-                payload.initializeMemory(as: Value.self, repeating: value, count: 1)
-                tag = Self._valueTag
-            } else {
-                payload.initializeMemory(as: _ResultBox<Value>.self, repeating: _ResultBox(value), count: 1)
-                tag = _ResultCell.boxedValue
-            }
-        case .failure(let error):
-            payload.initializeMemory(as: (any Error).self, repeating: error, count: 1)
-            tag = _ResultCell.error
+        case .success(let value): return _storeValue(value)
+        case .failure(let error): return _storeError(error)
         }
-        cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = tag
     }
 
-    /// Writes a failure, as `_storeResult(.failure(error))` does, without a `Result<Value, _>`:
-    /// unspecialized code (a forwarded cancellation's `_withdraw`) would look up that type's
-    /// metadata to make one and to read it, a few hundred instructions each time.
-    @inlinable
-    internal func _storeError(_ error: any Error) {
+    /// Writes a value into the cell; returns its result word.
+    @inlinable @inline(__always)
+    internal func _storeValue(_ value: Value) -> UInt {
         let cell = _resultCellPointer
         #if FF_EXPLORE
             _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), cell, 0)
         #endif
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        payload.initializeMemory(as: (any Error).self, repeating: error, count: 1)
-        cell.pointer(to: \.tag).unsafelyUnwrapped.pointee = _ResultCell.error
+        if Self._valueFitsInCell {
+            payload.initializeMemory(as: Value.self, repeating: value, count: 1)
+        } else {
+            payload.initializeMemory(as: _ResultBox<Value>.self, repeating: _ResultBox(value), count: 1)
+        }
+        return Self._valueWord
     }
 
-    /// Destroys the result, if any (deinit: the last reference is gone).
-    @usableFromInline @inline(__always)
-    internal func _destroyResult() {
+    /// The result word of a failure, as `_storeResult(.failure(error))` returns it, without a
+    /// `Result<Value, _>`: unspecialized code (a forwarded cancellation's `_withdraw`) would look
+    /// up that type's metadata to make one and to read it, a few hundred instructions each time.
+    /// Writes nothing into the cell: the error travels in the state word.
+    @inlinable
+    internal func _storeError(_ error: any Error) -> UInt {
+        _exploreRecordErrorWrite()
+        return _ResultWord.retaining(error)
+    }
+
+    /// Exploration builds: records a failure's write for the explorer's checks, on the cell's
+    /// address, as a value's (the error itself travels in the state word). Nothing otherwise.
+    @inlinable @inline(__always)
+    internal func _exploreRecordErrorWrite() {
         #if FF_EXPLORE
-            let cell = _resultCellPointerUnannotated
-            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_FREE), cell, 0)
-        #else
-            let cell = _resultCellPointer
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_WRITE), _resultCellPointerUnannotated, 0)
         #endif
+    }
+
+    /// Destroys the result of a complete future whose state word (its last value: the deinit's
+    /// relaxed load, the last reference being gone) is `state`, at or above
+    /// `_ResultWord.valueToDestroy`: a value to destroy, or a failure's error. (A trivial value -
+    /// an `Int`, a struct of them - needs no destruction, and the deinit does not even look up
+    /// its type's metadata to learn that: its word says so.)
+    @usableFromInline @inline(__always)
+    internal func _destroyResult(state: UInt) {
+        let cell = _resultCellPointerUnannotated
         let payload = UnsafeMutableRawPointer(cell) + _ResultCell.payloadOffset
-        switch cell.pointer(to: \.tag).unsafelyUnwrapped.pointee {
-        case _ResultCell.value:
-            // A trivial value (an `Int`, a struct of them) needs no destruction, and this deinit
-            // (unspecialized) does not even look up its type's metadata to learn that.
-            break
-        case _ResultCell.valueToDestroy:
-            payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
-        case _ResultCell.error: payload.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
-        case _ResultCell.boxedValue: payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
-        default: break
+        if state & _ResultWord.errorMask == _ResultWord.valueToDestroy {
+            if Self._valueFitsInCell {
+                payload.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+            } else {
+                payload.assumingMemoryBound(to: _ResultBox<Value>.self).deinitialize(count: 1)
+            }
+        } else {
+            _ResultWord.releaseError(in: state)
         }
+    }
+
+    /// The result cell, without recording an access in exploration builds (deinit: the last
+    /// reference's release and acquire, which order it after every use, are not modelled).
+    @inlinable @inline(__always)
+    internal var _resultCellPointerUnannotated: UnsafeMutablePointer<_ResultCell> {
+        (_getUnsafePointerToStoredProperties(self) + _ResultCell.offsetInFuture).assumingMemoryBound(
+            to: _ResultCell.self)
+    }
+
+    /// Exploration builds: records the end of the result's life (the deinit), whatever it is.
+    @inlinable @inline(__always)
+    internal func _exploreRecordResultFree() {
+        #if FF_EXPLORE
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_FREE), _resultCellPointerUnannotated, 0)
+        #endif
     }
 }

@@ -24,8 +24,8 @@ import AtomicsShim
 ///     scan          CAS PENDING -> PENDING + CANCELLED, by a forwarded cancellation only (`withdraw`):
 ///                   it reads the stack and waiters under it, then clears it (someone else
 ///                   wants the result) or CASes it to CLAIMED + CANCELLED (a claim, as `cancel()`'s)
-///     publish       exchange, by the claim's winner only: sets COMPLETED, takes the whole stack
-///                   (HEAD becomes 0, EMBEDDED 0); the word never changes again
+///     publish       exchange, by the claim's winner only: sets COMPLETED with the result word,
+///                   takes the whole stack (HEAD and EMBEDDED cleared); the word never changes again
 ///     push          CAS: a node onto the stack; refused once COMPLETED (an `onCancel` handler's
 ///                   also once a completion other than a cancellation has claimed)
 ///     set EMBEDDED  CAS: the embedded node gets its owner; refused once set, or once COMPLETED
@@ -33,7 +33,15 @@ import AtomicsShim
 ///                   CLAIMED  CANCELLED  COMPLETED  EMBEDDED  HEAD
 ///     PENDING          0         0          0        0 / 1   0 / a node
 ///     CLAIMED          1       0 / 1        0        0 / 1   0 / a node
-///     COMPLETED        1       0 / 1        1          0     0
+///     COMPLETED        1       0 / 1        1        the result word
+///
+/// Once COMPLETED, the bits above the flags are the result word (`_ResultWord`), written with
+/// COMPLETED by the publish's exchange (or `init`): what the result is - a value that needs no
+/// destruction (0), a value to destroy (`0b1000`), or the failure's error itself, +1 (an
+/// `any Error` is one reference to a heap box, at least 8-byte aligned: its bit 3 may be set).
+/// HEAD and EMBEDDED mean nothing in a complete word: everything that reads them tests COMPLETED
+/// first (`claimEmbedded`, `push`, `deinitialize`, the dropped-future check; `claim` and
+/// `withdraw` stop at CLAIMED).
 ///
 /// The raw fields - memory the core reads and writes with plain loads and stores, whose owner at
 /// each moment is the one "Who owns what" below names - and what each holds when (as any thread
@@ -41,7 +49,8 @@ import AtomicsShim
 /// setting EMBEDDED, are the moments between):
 ///
 ///     field                                   holds                     exactly while
-///     result cell (`Future._resultCell`)      the result                COMPLETED (written while CLAIMED,
+///     result cell (`Future._resultCell`)      a value (a failure's      COMPLETED (written while CLAIMED,
+///                                             error: the state word)
 ///                                                                       by the winner; destroyed by deinit)
 ///     embedded slot (`embeddedSlot`)          a registration            EMBEDDED set and COMPLETED not; after
 ///     embedded fire (`embeddedFire`)          its fire word             the publish, until whoever took the
@@ -90,8 +99,9 @@ import AtomicsShim
 /// Who owns what:
 ///
 /// - The result cell (`Future._resultCell`). PENDING: empty, touched by no thread. CLAIMED: the
-///   claim's winner's alone; it writes the result, nobody reads it. COMPLETED: immutable, read
-///   by any thread that saw COMPLETED (an acquire load of this word, or a load under the lock),
+///   claim's winner's alone; it writes a value (a failure's error goes into this word, with the
+///   publish), nobody reads it. COMPLETED: immutable, read by any thread that saw COMPLETED (an
+///   acquire load of this word, or a load under the lock; the word says what the result is),
 ///   destroyed by the future's deinit.
 /// - The stack (HEAD and the nodes linked from it). PENDING and CLAIMED: a pushed node belongs
 ///   to the stack (an object node with +1), and no thread reads it; a push writes only its own

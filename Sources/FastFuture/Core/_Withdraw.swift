@@ -357,8 +357,7 @@ extension Future {
         case .cancelled:
             // The error stored directly: `.failure(...)` would look up `Result<Value, _>`'s
             // metadata here (unspecialized code), twice per call.
-            _storeError(_cancellationError)
-            _publishStored(byCancel: true)
+            _publishStored(byCancel: true, result: _storeError(_cancellationError))
         case .lostToCancel, .lostToCompletion:
             core.awaitPublished()
         case .wanted:
