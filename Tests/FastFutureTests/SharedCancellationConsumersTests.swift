@@ -421,11 +421,15 @@ struct SharedCancellationConsumersTests {
 }
 
 extension Future {
-    /// How many nodes the pending future's callback stack holds (the embedded node included).
+    /// How many nodes the pending future's callback stack holds (the embedded node included);
+    /// 0 once it is complete (a complete state word's upper bits are the result word - a
+    /// failure's error - not a node).
     /// For a single-threaded test only: nothing else may touch the future meanwhile.
     func _callbackNodeCount() -> Int {
+        let state = _loadState()
+        if state & _State.completed != 0 { return 0 }
         var count = 0
-        var current = UnsafeMutableRawPointer(bitPattern: _loadState() & _State.pointerMask)
+        var current = UnsafeMutableRawPointer(bitPattern: state & _State.pointerMask)
         while let raw = current {
             count += 1
             current = _CallbackNode._nextField(raw).pointee
