@@ -7,7 +7,9 @@
 // Bodies go through the actor's `_IsolatedQueue`, made while the caller is isolated to the actor:
 // it drains in tasks whose operation is isolated to the actor (enqueued directly on its
 // executor), and each drain runs the bodies of every future whose completion has reached the
-// queue, in registration order (its work is proportional to those bodies).
+// queue, in registration order (its work is proportional to those bodies). The main actor passed
+// as an actor (`MainActor.shared`) shares the queue of the `.mainActor` overloads: one actor, one
+// registration order.
 
 extension Future {
     /// Runs `body` on `actor` with the result, after the future completes.
@@ -188,8 +190,10 @@ extension Future {
 /// - Note: `@unchecked Sendable`: every `_ActorIsolated` is made inside a method whose caller is
 ///   isolated to an actor (an `isolated any Actor` parameter), from a body formed in that
 ///   isolation, and its `value` is called only by that actor's `_IsolatedQueue.drain()`, which
-///   runs in tasks whose operation is statically isolated to the actor. So the value is only
-///   ever touched while that actor is running, one job at a time.
+///   runs in tasks whose operation is statically isolated to the actor - or, for the main actor
+///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor, inside
+///   `MainActor.assumeIsolated`. So the value is only ever touched while that actor is running,
+///   one job at a time.
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
     let value: Wrapped
 

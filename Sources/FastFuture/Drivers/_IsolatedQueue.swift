@@ -120,9 +120,16 @@ internal final class _IsolatedQueue: @unchecked Sendable {
 
     /// The queue of `actor`, which the caller is isolated to.
     ///
+    /// The main actor passed as an actor (`on: MainActor.shared`, or an `isolated any Actor`
+    /// that is the main actor) has the one queue of main-actor bodies, `mainActor`:
+    /// a queue of its own would drain in its own tasks, so its bodies and those registered with
+    /// `.mainActor` would keep no order between them (and `IsolatedWork.runMainActor()` would
+    /// not see them).
+    ///
     /// - Parameter actor: The actor.
     /// - Returns: The actor's queue (made now if it has none).
     static func queue(for actor: isolated any Actor) -> _IsolatedQueue {
+        if ObjectIdentifier(actor) == ObjectIdentifier(MainActor.shared) { return mainActor }
         if let queue = actorQueues.queue(for: actor) { return queue }
         let queue = _IsolatedQueue()
         // Isolated to `actor`: a closure that is not `@Sendable` and captures the isolated
