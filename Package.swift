@@ -30,7 +30,8 @@ let package = Package(
         .target(
             name: "FastFuture",
             dependencies: ["AtomicsShim"],
-            swiftSettings: strictSettings
+            // RawLayout: the result cell, sized and aligned like the future's value (`_ResultCell`).
+            swiftSettings: strictSettings + [.enableExperimentalFeature("RawLayout")]
         ),
         .target(
             name: "FastFutureFoundation",
