@@ -170,4 +170,54 @@ struct CancellationPropagationTests {
         release.signal()
         cancellerDone.wait()
     }
+
+    /// A step on an executor more aligned than a word (a `SIMD4<Float>` field: 16 bytes) keeps its
+    /// registration in a typed node past the padding to that alignment. A forwarded cancellation
+    /// reads it there: cancelling the step's derived future cancels the source it alone wanted,
+    /// and leaves a source that another such step still wants pending, that step's node in place.
+    @Test(arguments: FutureVariant.allCases)
+    func cancellingAStepOnAnOverAlignedExecutorReachesItsSource(variant: FutureVariant) throws {
+        #expect(MemoryLayout<OverAlignedExecutor>.alignment == 16)
+        let steps: [(Future<Int>) -> Future<Int>] = [
+            { $0.map(on: OverAlignedExecutor()) { $0 + 1 } },
+            { $0.flatMap(on: OverAlignedExecutor()) { .succeeded($0 + 1, variant: variant) } },
+            { $0.recover(on: OverAlignedExecutor()) { _ in 0 } },
+        ]
+        for (index, step) in steps.enumerated() {
+            // Alone: the cancel reaches the source.
+            let alone = Promise<Int>(variant: variant)
+            let derived = step(alone.future)
+            derived.cancel()
+            #expect(alone.isCancelled, "step \(index): the source its one consumer gave up")
+            // With another consumer of the same kind: the source stays pending and that one runs.
+            let shared = Promise<Int>(variant: variant)
+            let kept = step(shared.future)
+            let given = step(shared.future)
+            given.cancel()
+            #expect(given.peek()?.failureValue is CancellationError, "step \(index)")
+            #expect(!shared.isCancelled && !shared.future.isComplete, "step \(index): still wanted")
+            shared.succeed(1)
+            #expect(try kept.peek()?.get() == (index == 2 ? 1 : 2), "step \(index): the kept step ran")
+            kept.cancel()  // complete: changes nothing
+        }
+        // A flatMap's typed node, armed again to forward a pending inner future: the same scan,
+        // on the inner future.
+        let outer = Promise<Int>(variant: variant)
+        let inner = Promise<Int>(variant: variant)
+        let following = outer.future.flatMap(on: OverAlignedExecutor()) { _ in inner.future }
+        let alsoFollowing = outer.future.flatMap(on: OverAlignedExecutor()) { _ in inner.future }
+        outer.succeed(1)
+        following.cancel()
+        #expect(!inner.isCancelled, "the other flatMap still wants the inner future")
+        alsoFollowing.cancel()
+        #expect(inner.isCancelled, "neither flatMap wants it any more")
+    }
+}
+
+/// An executor whose alignment is more than a word's: a step that hops to it takes a typed node
+/// whose registration is aligned past the node's common fields.
+private struct OverAlignedExecutor: FutureExecutor {
+    var lanes = SIMD4<Float>(1, 2, 3, 4)
+
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }

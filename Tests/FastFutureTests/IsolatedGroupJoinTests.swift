@@ -81,6 +81,158 @@ struct IsolatedGroupJoinTests {
         joinThenCancel(variant: variant) { source, _ in source.map { $0 } }
     }
 
+    /// Three threads on each source, unordered: thread 0 registers a step of the domain and
+    /// cancels its derived future, thread 1 registers a callback of the domain (making the group
+    /// or joining it) and reads the source's state, thread 2 cancels the source's other consumer
+    /// (a plain `map`). The source may be cancelled - but never under a callback whose
+    /// registration returned with the source unclaimed; the callback runs exactly once, with the
+    /// value or the cancellation. (Scenario isolated-step-and-callback-join-vs-withdrawals.)
+    @Test(arguments: FutureVariant.allCases)
+    func aCallbackRegisteredBeforeTheClaimKeepsTheSourceAgainstAStepAndAConsumerCancelling(
+        variant: FutureVariant
+    ) {
+        let rounds = Stress.rounds
+        let queue = _IsolatedQueue(submitDrain: {})
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let leaving = promises.map { $0.future.map { $0 } }
+        let values = (0..<rounds).map { _ in AtomicCount() }
+        let cancellations = (0..<rounds).map { _ in AtomicCount() }
+        let joinedUnclaimed = TestThreads.race(3, over: rounds) { thread, index -> Bool in
+            let source = promises[index].future
+            switch thread {
+            case 0:
+                source._isolatedStep(_MapBody<Int, Int> { $0 }, queue).cancel()
+            case 1:
+                source._isolatedCallback(on: queue) { result in
+                    if case .failure(let error) = result, error is CancellationError {
+                        cancellations[index].increment()
+                    } else {
+                        values[index].increment()
+                    }
+                }
+                return source._loadState() & _State.claimed == 0
+            default:
+                leaving[index].cancel()
+            }
+            return false
+        }[1]
+        var lost = 0
+        for index in 0..<rounds {
+            if promises[index].isCancelled {
+                if joinedUnclaimed[index] { lost += 1 }
+            } else {
+                promises[index].succeed(index)
+            }
+        }
+        _ = queue.drainUntilIdle()
+        #expect(lost == 0, "\(lost) of \(rounds) sources cancelled under a callback registered before the claim")
+        for index in 0..<rounds {
+            let cancelled = promises[index].isCancelled
+            #expect(values[index].load() == (cancelled ? 0 : 1))
+            #expect(cancellations[index].load() == (cancelled ? 1 : 0))
+        }
+        #expect(queue.statistics.pendingGroups == 0)
+    }
+
+    /// A long-lived pending source, and 100,000 callbacks of one domain registered on it from
+    /// several threads at once (as a group made for a callback, and as one made for a step): a
+    /// callback that joins while another thread is still pushing the group's consumer
+    /// registration pushes one of its own, but once one is on the source the others add none -
+    /// each thread adds at most one, so the source's stack stays a few nodes however many join
+    /// (a join that registered one each time would leave 100,000 there until the source
+    /// completes). Every callback still runs once, with the value.
+    @Test(arguments: FutureVariant.allCases, [false, true])
+    func manyCallbacksJoiningALongLivedSourceAddAtMostOneRegistrationPerThread(
+        variant: FutureVariant, groupMadeForAStep: Bool
+    ) {
+        let threads = Stress.threads
+        let perThread = (Stress.underThreadSanitizer ? Stress.rounds * 5 : Stress.rounds * 50) / threads
+        let queue = _IsolatedQueue(submitDrain: {})
+        let promise = Promise<Int>(variant: variant)
+        let source = promise.future
+        // A step's group: its registration (an observer) and its derived future's interest.
+        let step = groupMadeForAStep ? source._isolatedStep(_MapBody<Int, Int> { $0 }, queue) : nil
+        let ran = AtomicCount()
+        let line = StartingLine(parties: threads)
+        TestThreads.run(threads) { _ in
+            line.wait()
+            for _ in 0..<perThread {
+                source._isolatedCallback(on: queue) { result in
+                    if case .success(7) = result { ran.increment() }
+                }
+            }
+        }
+        let nodes = source._callbackNodeCount()
+        let bound = threads + (groupMadeForAStep ? 2 : 0)
+        #expect(nodes <= bound, "\(nodes) registrations on the source after \(threads * perThread) joins")
+        #expect(!source.isComplete)
+        promise.succeed(7)
+        _ = queue.drainUntilIdle()
+        #expect(ran.load() == threads * perThread)
+        #expect(step?.peek().map { (try? $0.get()) == 7 } ?? true)
+        #expect(queue.statistics.pendingGroups == 0)
+    }
+
+    /// Fresh sources, each joined by several threads at once - three callbacks of one domain
+    /// each, racing the push of the group's consumer registration: a thread adds at most one
+    /// registration to a source (its own interest, while another's push is not done; after its
+    /// own push, its next callbacks count on it), so a source holds at most one per thread.
+    @Test(arguments: FutureVariant.allCases)
+    func callbacksRacingTheGroupsPushAddAtMostOneRegistrationPerThread(variant: FutureVariant) {
+        let threads = Stress.threads
+        let rounds = Stress.rounds
+        let queue = _IsolatedQueue(submitDrain: {})
+        let promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
+        let ran = (0..<rounds).map { _ in AtomicCount() }
+        _ = TestThreads.race(threads, over: rounds) { _, index in
+            for _ in 0..<3 {
+                promises[index].future._isolatedCallback(on: queue) { result in
+                    if case .success(index) = result { ran[index].increment() }
+                }
+            }
+        }
+        var most = 0
+        for index in 0..<rounds {
+            most = max(most, promises[index].future._callbackNodeCount())
+            promises[index].succeed(index)
+        }
+        _ = queue.drainUntilIdle()
+        #expect(most <= threads, "a source held \(most) registrations for \(threads) threads' callbacks")
+        #expect(ran.allSatisfy { $0.load() == threads * 3 })
+        #expect(queue.statistics.pendingGroups == 0)
+    }
+
+    /// Two threads each register two callbacks of one domain on fresh sources at once - making
+    /// the group, joining it while its registration is being pushed (with an interest of their
+    /// own), or after - and then every source is dropped pending: each group is abandoned, and
+    /// every callback's body (and what it captures) is released exactly once, unrun, with the
+    /// last reference to its source; no group stays pending in the queue.
+    @Test(arguments: FutureVariant.allCases)
+    func joinedCallbacksAreReleasedUnrunWhenTheirSourceIsDroppedPending(variant: FutureVariant) {
+        let rounds = Stress.rounds
+        let queue = _IsolatedQueue(submitDrain: {})
+        let sources = DroppableSources(rounds: rounds, variant: variant)
+        let deaths = AtomicCount()
+        let runs = AtomicCount()
+        _ = TestThreads.race(2, over: rounds) { _, index in
+            let source = sources.promises[index].future
+            for _ in 0..<2 {
+                let captured = DeinitCounted(deaths)
+                source._isolatedCallback(on: queue) { _ in
+                    captured.touch()
+                    runs.increment()
+                }
+            }
+        }
+        #expect(deaths.load() == 0)
+        #expect(queue.statistics.pendingGroups == rounds)
+        sources.promises = []
+        #expect(deaths.load() == rounds * 4)
+        #expect(queue.statistics.pendingGroups == 0)
+        #expect(queue.drainUntilIdle() == 0)
+        #expect(runs.load() == 0)
+    }
+
     /// Thread 0 registers a callback on each source, thread 1 registers one then cancels
     /// `leaving` (made by `makeLeaving`): no source is cancelled, and every callback runs once
     /// with its source's value.
@@ -116,5 +268,18 @@ struct IsolatedGroupJoinTests {
             #expect(values[index].load() == 2)
             #expect(cancellations[index].load() == 0)
         }
+    }
+}
+
+/// Pending promises that a test drops: read by the racing threads, emptied by the test thread
+/// after they finished.
+///
+/// - Note: `@unchecked Sendable`: `promises` is written before the threads start and after they
+///   are joined (`TestThreads` waits for them), and only read in between.
+private final class DroppableSources: @unchecked Sendable {
+    var promises: [Promise<Int>]
+
+    init(rounds: Int, variant: FutureVariant) {
+        promises = (0..<rounds).map { _ in Promise<Int>(variant: variant) }
     }
 }

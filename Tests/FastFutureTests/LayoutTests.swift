@@ -269,6 +269,30 @@ import Testing
         #expect(try slotFlat.peek()?.get() == 2)
         #expect(try typedFlat.peek()?.get() == 2)
     }
+
+    @Test(
+        "A typed node's registration is where a forwarded cancellation's scan reads it, also past padding to its alignment",
+        arguments: FutureVariant.allCases)
+    func typedNodeRegistrationOffset(variant: FutureVariant) {
+        let derived = Future<Int>(_variant: variant, result: nil)
+        let body = _MapBody<Int, Int> { $0 }
+        let nodes: [_CallbackNode] = [
+            _Step._makeNode(_Step(derived: derived, body: body, on: WideExecutor())),
+            _Step._makeNode(_Step(derived: derived, body: body, on: AlignedExecutor())),
+            _Forward._makeNode(_Forward(derived: derived)),
+        ]
+        #expect(nodes[0] is _Node<_Step<_MapBody<Int, Int>, WideExecutor>>)
+        #expect(nodes[1] is _Node<_Step<_MapBody<Int, Int>, AlignedExecutor>>)
+        #expect(type(of: nodes[0])._registrationOffset == _SlotNode.slotOffset)
+        #expect(type(of: nodes[1])._registrationOffset == (_SlotNode.slotOffset + 15) & ~15)
+        for node in nodes {
+            // The registration's first word, its derived future, is where the scan looks.
+            let raw = UnsafeMutableRawPointer(Unmanaged.passUnretained(node).toOpaque())
+            let first = _FutureCore.registration(ofNode: raw).load(as: UInt.self)
+            #expect(first == UInt(bitPattern: Unmanaged.passUnretained(derived).toOpaque()), "\(type(of: node))")
+        }
+        withExtendedLifetime(nodes) {}
+    }
 }
 
 /// A fire word and its form (see `_FireBox`).
@@ -330,4 +354,11 @@ private struct FourWords: Sendable {
     var b: Int
     var c: Int
     var d: Int
+}
+
+/// An executor aligned to 16 bytes: a step on it is a registration more aligned than a word.
+private struct AlignedExecutor: FutureExecutor {
+    var lanes = SIMD4<Float>(1, 2, 3, 4)
+
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }

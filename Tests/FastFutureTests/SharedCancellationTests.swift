@@ -171,6 +171,64 @@ struct SharedCancellationTests {
         }
     }
 
+    /// `.mainActor` passed to `whenComplete`/`whenSuccess`/`whenFailure` as a generic
+    /// `some FutureExecutor` is still a callback: it keeps its source wanted, so a cancellation
+    /// forwarded from another consumer leaves the source alone, and the callback gets the
+    /// result. (That path registers in the main actor's queue, not through the `@MainActor`
+    /// overloads; a registration there counted as a step's body - an observer - lets the
+    /// cancellation through.)
+    @Test(arguments: FutureVariant.allCases)
+    func aMainActorCallbackPassedGenericallyKeepsTheSourceWanted(variant: FutureVariant) async throws {
+        for kind in ["whenComplete", "whenSuccess", "whenFailure"] {
+            let source = Promise<Int>(variant: variant)
+            let got = Promise<Int>()
+            Self.register(kind, on: source.future, MainActorExecutor(), got)
+            source.future.map { $0 }.cancel()
+            #expect(!source.isCancelled, "\(kind)")
+            guard !source.isCancelled else { continue }
+            if kind == "whenFailure" { source.fail(CallbackFailure()) } else { source.succeed(5) }
+            #expect(try await got.future.value == 5, "\(kind)")
+        }
+    }
+
+    struct CallbackFailure: Error {}
+
+    /// Registers the callback `kind` on `future` with `executor` passed generically: it completes
+    /// `got` with 5 when it gets the value 5 or a `CallbackFailure`.
+    private static func register(
+        _ kind: String, on future: Future<Int>, _ executor: some FutureExecutor, _ got: Promise<Int>
+    ) {
+        switch kind {
+        case "whenComplete": future.whenComplete(on: executor) { got.succeed((try? $0.get()) ?? -1) }
+        case "whenSuccess": future.whenSuccess(on: executor) { got.succeed($0) }
+        default: future.whenFailure(on: executor) { got.succeed($0 is CallbackFailure ? 5 : -1) }
+        }
+    }
+
+    /// One source with bodies on several domains - a main-actor step, steps on three actors, a
+    /// callback on the second actor that joins that actor's group of a step's body - and every
+    /// step's future cancelled: each domain has its own group and registration on the source,
+    /// the callback's interest is on the source whatever the other domains hold, so the source
+    /// stays wanted and the callback gets the value.
+    @Test(arguments: FutureVariant.allCases)
+    func aCallbackJoiningOneDomainsStepGroupKeepsTheSourceWhileEveryDomainsStepIsCancelled(
+        variant: FutureVariant
+    ) async throws {
+        let hosts = [CallbackHost(), CallbackHost(), CallbackHost()]
+        let source = Promise<Int>(variant: variant)
+        let onMain = source.future.map(on: .mainActor) { $0 + 1 }
+        await hosts[0].mapAndCancel(source.future)
+        await hosts[1].mapAndCancel(source.future)
+        let got = Promise<Int>()
+        await hosts[1].whenSuccess(source.future) { got.succeed($0) }
+        await hosts[2].mapAndCancel(source.future)
+        #expect(!source.isCancelled)
+        onMain.cancel()
+        #expect(!source.isCancelled)
+        source.succeed(4)
+        #expect(try await got.future.value == 4)
+    }
+
     /// A main-actor or actor step alone is no consumer of its own: its derived future speaks
     /// for it, and once that is cancelled nothing else wants the source, so the cancellation
     /// reaches it - also when the same domain holds a callback on another future.

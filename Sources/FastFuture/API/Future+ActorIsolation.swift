@@ -44,7 +44,7 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
-        _IsolatedQueue.queue(for: actor).register(on: self, consumer: true, body)
+        _isolatedCallback(on: _IsolatedQueue.queue(for: actor), body)
     }
 
     /// Runs `body` on `actor` with the value, if and when the future succeeds.
@@ -61,7 +61,7 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (Value) -> Void
     ) {
-        _IsolatedQueue.queue(for: actor).register(on: self, consumer: true) { result in
+        _isolatedCallback(on: _IsolatedQueue.queue(for: actor)) { result in
             if case .success(let value) = result { body(value) }
         }
     }
@@ -77,7 +77,7 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> Void
     ) {
-        _IsolatedQueue.queue(for: actor).register(on: self, consumer: true) { result in
+        _isolatedCallback(on: _IsolatedQueue.queue(for: actor)) { result in
             if case .failure(let error) = result { body(error) }
         }
     }

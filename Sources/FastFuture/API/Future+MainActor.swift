@@ -39,7 +39,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
+        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
             MainActor.assumeIsolated { body(result) }
         }
     }
@@ -59,7 +59,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Value) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
+        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
             if case .success(let value) = result { MainActor.assumeIsolated { body(value) } }
         }
     }
@@ -75,7 +75,7 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> Void
     ) {
-        _IsolatedQueue.mainActor.register(on: self, consumer: true) { result in
+        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
             if case .failure(let error) = result { MainActor.assumeIsolated { body(error) } }
         }
     }

@@ -55,7 +55,7 @@ extension Future {
     /// of the main-actor overloads (see ``MainActorExecutor``).
     @usableFromInline
     internal func _whenCompleteOnMainActor(_ body: @escaping @Sendable (Result<Value, any Error>) -> Void) {
-        _IsolatedQueue.mainActor.register(on: self, body)
+        _isolatedCallback(on: _IsolatedQueue.mainActor, body)
     }
 
     /// A step with `.mainActor` passed generically: the path of the main-actor overloads.

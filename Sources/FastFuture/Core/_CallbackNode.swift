@@ -137,6 +137,14 @@ internal class _CallbackNode: @unchecked Sendable {
         type(of: self) == _SlotNode.self ? unsafeDowncast(self, to: _SlotNode.self) : nil
     }
 
+    /// Where the node's registration is, from its address: a `_SlotNode`'s slot, or a
+    /// `_Node`'s registration, which Swift lays out at the first offset past this class's fields
+    /// that is a multiple of its alignment - `_SlotNode.slotOffset` for every registration no
+    /// more aligned than a word (or, on 32-bit targets, than the fire word's 16 bytes), further
+    /// for one that is (a step on a user's executor that holds a `SIMD4<Float>`, say). Read by a
+    /// forwarded cancellation's scan (see `_FutureCore.stackWants`), never on a hot path.
+    class var _registrationOffset: Int { _SlotNode.slotOffset }
+
     // MARK: Lists
     //
     // A list may hold the future's embedded node (its first registration, see `_State.embedded`):
@@ -311,6 +319,13 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
         // Nothing to do by hand: the registration goes with the node, and a fire word holds
         // nothing to release.
         _exploreFree(_fireField)
+    }
+
+    /// `_SlotNode.slotOffset` rounded up to the registration's alignment (see
+    /// `_CallbackNode._registrationOffset`; LayoutTests checks it against the runtime's layout).
+    override class var _registrationOffset: Int {
+        let mask = MemoryLayout<R>.alignment - 1
+        return (_SlotNode.slotOffset + mask) & ~mask
     }
 
     /// This node's fire function (see `_FireBox`).

@@ -238,6 +238,7 @@ internal struct _FutureCore {
         #if DEBUG
             field.storeBytes(of: 0, as: UInt.self)
         #endif
+        _exploreRead(embeddedFireForm)
         _FireBox.call(fire, form: embeddedFireForm.pointee, embeddedSlot, future)
     }
 

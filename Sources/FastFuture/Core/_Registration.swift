@@ -101,6 +101,8 @@ extension Future {
                 core.embeddedFire.storeBytes(of: fire.word, as: UInt.self)
                 // The form byte is the entry form (0) from the init, and the node is claimed once:
                 // only the metatype form is stored (folded away where the literal is specialized).
+                // A datum of its own for the explorer: a byte beside the word, read with it.
+                _exploreWrite(core.embeddedFireForm)
                 if fire.form != _FireForm.entry { core.embeddedFireForm.pointee = fire.form }
                 let node = core.embeddedNode
                 assert(

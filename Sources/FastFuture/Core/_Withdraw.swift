@@ -260,8 +260,7 @@ extension _FutureCore {
                 registration = embeddedSlot
             } else {
                 interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
-                // A `_SlotNode`'s slot, or a `_Node`'s registration: the same offset (LayoutTests).
-                registration = raw + _SlotNode.slotOffset
+                registration = Self.registration(ofNode: raw)
             }
             let now = Self.interestNow(interest, registration, excluding: excluding)
             if now == .wants { return true }
@@ -285,7 +284,14 @@ extension _FutureCore {
     func givenUp(_ raw: UnsafeMutableRawPointer) -> Bool {
         guard raw != embeddedNode else { return false }
         let interest = Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0._interest }
-        return Self.interestNow(interest, raw + _SlotNode.slotOffset, excluding: nil) == .givenUp
+        return Self.interestNow(interest, Self.registration(ofNode: raw), excluding: nil) == .givenUp
+    }
+
+    /// Where the registration of the heap node at `raw` is: a `_SlotNode`'s slot, or a `_Node`'s
+    /// registration - at the same offset, but for a registration more aligned than the node's
+    /// fields leave it (see `_CallbackNode._registrationOffset`).
+    static func registration(ofNode raw: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        raw + Unmanaged<_CallbackNode>.fromOpaque(raw)._withUnsafeGuaranteedRef { type(of: $0)._registrationOffset }
     }
 
     /// Puts the unlinked node `raw` on the list `unlinked` (through its own link).
@@ -306,16 +312,21 @@ extension _FutureCore {
         switch interest {
         case _Interest.derived, _Interest.derivedRunning, _Interest.combinator:
             // The object the registration holds (+1) first: a future, or an aggregator. Its
-            // first stored word, right after the object header: a future's state word, an
-            // aggregator's `_remaining` (then `_taken`). acquire: pairs with the release of
-            // whoever claimed it before taking a scan bit here (see `withdraw`).
+            // first stored word, right after the object header: an aggregator's `_remaining`
+            // (then `_taken`); a future's state word, `_Layout.futureWordsOffset` further (a
+            // word on 32-bit targets, where the future's words are 16-byte aligned). acquire:
+            // pairs with the release of whoever claimed it before taking a scan bit here (see
+            // `withdraw`).
             let object = registration.load(as: UnsafeRawPointer.self)
-            let words = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
-                .assumingMemoryBound(to: ff_atomic_word.self)
-            let decided =
-                interest == _Interest.combinator
-                ? ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
-                : ff_atomic_word_load_acquire(words) & _State.claimed != 0
+            let stored = UnsafeMutableRawPointer(mutating: object + _Layout.objectHeaderSize)
+            let decided: Bool
+            if interest == _Interest.combinator {
+                let words = stored.assumingMemoryBound(to: ff_atomic_word.self)
+                decided = ff_atomic_word_load_acquire(words + 1) != 0  // `_Aggregator.untaken`
+            } else {
+                let state = (stored + _Layout.futureWordsOffset).assumingMemoryBound(to: ff_atomic_word.self)
+                decided = ff_atomic_word_load_acquire(state) & _State.claimed != 0
+            }
             // Decided is for good: a claimed future, a taken token. A `derivedRunning`
             // registration still runs code then.
             if decided { return interest == _Interest.derivedRunning ? .idle : .givenUp }

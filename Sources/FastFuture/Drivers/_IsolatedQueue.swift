@@ -571,6 +571,20 @@ private final class _ActorQueueTable: @unchecked Sendable {
 }
 
 extension Future {
+    /// A callback whose body runs on `queue`'s domain (`whenComplete`/`whenSuccess`/`whenFailure`
+    /// on the main actor - however `.mainActor` is passed - or on an actor): a consumer, which
+    /// keeps this future wanted while it waits (see `_IsolatedQueue.register`). Every isolated
+    /// callback registers through here.
+    ///
+    /// - Parameters:
+    ///   - queue: The domain's queue.
+    ///   - body: The callback's body; it runs only from `queue`'s drain.
+    internal func _isolatedCallback(
+        on queue: _IsolatedQueue, _ body: @escaping (Result<Value, any Error>) -> Void
+    ) {
+        queue.register(on: self, consumer: true, body)
+    }
+
     /// A step whose body runs on `queue`'s domain (main actor or actor overloads).
     ///
     /// - Parameters:
@@ -625,10 +639,11 @@ extension _IsolatedQueue {
     }
 }
 
-/// The interest of a callback that joined a group whose registration on the future does not
-/// want the result (a group of steps' bodies, `_IsolatedStepsWatch`): a consumer
-/// (`_Interest.consumer`, the default) that does nothing when it runs - the callback's body runs
-/// from the group.
+/// The interest of a callback that joined a group with no consumer registration on the future
+/// yet - one whose registration does not want the result (a group of steps' bodies,
+/// `_IsolatedStepsWatch`), or one whose consumer registration another thread has not pushed yet
+/// (see `_IsolatedGroup.add`): a consumer (`_Interest.consumer`, the default) that does nothing
+/// when it runs - the callback's body runs from the group.
 private struct _ConsumerInterest<Value: Sendable>: _Registration {
     typealias Source = Value
 

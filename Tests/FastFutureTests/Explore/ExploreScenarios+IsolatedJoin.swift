@@ -24,16 +24,9 @@
         /// run by the check), and `onCancel` runs once exactly when the source was cancelled.
         static let isolatedCallbackJoinVsWithdrawal = ExploreScenario("isolated-callback-join-vs-withdrawal") {
             variant in
-            let run = ExploreRun()
+            let setUp = IsolatedSource(variant)
+            let (run, promise, source, queue) = (setUp.run, setUp.promise, setUp.source, setUp.queue)
             let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let hops = ExploreHops()
-            let domain = ExploreDomain()
-            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
-                hops.execute { domain.queue?.drain() }
-            })
-            let queue = domain.queue!
             let stepped = source._isolatedStep(_MapBody<ExplorePayload, ExplorePayload> { $0 }, queue)
             run.watch(source, "source")
             run.watch(stepped, "stepped")
@@ -52,9 +45,7 @@
                 },
             ]
             run.check = {
-                let runDrains = {
-                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
-                }
+                let runDrains = setUp.runDrains
                 runDrains()
                 let cancelled = source.peek()?.isCancellation == true
                 log.expect(log.count("onCancel") == (cancelled ? 1 : 0), "onCancel: \(log.events)")
@@ -75,7 +66,7 @@
                     log.expect(log.count("callback:1") == 1, "the callback lost the value: \(log.events)")
                 }
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
-                domain.queue = nil
+                setUp.domain.queue = nil
             }
             return run
         }
@@ -111,16 +102,9 @@
             _ variant: FutureVariant,
             _ makeLeaving: (Future<ExplorePayload>, _IsolatedQueue) -> Future<ExplorePayload>
         ) -> ExploreRun {
-            let run = ExploreRun()
+            let setUp = IsolatedSource(variant)
+            let (run, promise, source, queue) = (setUp.run, setUp.promise, setUp.source, setUp.queue)
             let log = run.log
-            let promise = Promise<ExplorePayload>(variant: variant)
-            let source = promise.future
-            let hops = ExploreHops()
-            let domain = ExploreDomain()
-            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
-                hops.execute { domain.queue?.drain() }
-            })
-            let queue = domain.queue!
             let leaving = makeLeaving(source, queue)
             run.watch(source, "source")
             run.watch(leaving, "leaving")
@@ -139,9 +123,7 @@
                 },
             ]
             run.check = {
-                let runDrains = {
-                    while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
-                }
+                let runDrains = setUp.runDrains
                 runDrains()
                 log.expect(
                     source.peek()?.isCancellation != true,
@@ -156,9 +138,37 @@
                 log.expect(log.count("callback0:1") == 1, "callback0: \(log.events)")
                 log.expect(log.count("callback1:1") == 1, "callback1: \(log.events)")
                 log.expect(queue.statistics.pendingGroups == 0, "a group is still pending")
-                domain.queue = nil
+                setUp.domain.queue = nil
             }
             return run
+        }
+    }
+
+    /// A pending source and an isolated queue for one domain whose drains the explorer's hops
+    /// run (on the check's thread, by `runDrains`): the set-up of the isolated-join scenarios.
+    struct IsolatedSource {
+        let run = ExploreRun()
+        let promise: Promise<ExplorePayload>
+        let hops = ExploreHops()
+        let domain = ExploreDomain()
+        let queue: _IsolatedQueue
+
+        var source: Future<ExplorePayload> { promise.future }
+
+        init(_ variant: FutureVariant) {
+            promise = Promise<ExplorePayload>(variant: variant)
+            let (hops, domain) = (hops, domain)
+            domain.queue = _IsolatedQueue(submitDrain: { [domain] in
+                hops.execute { domain.queue?.drain() }
+            })
+            queue = domain.queue!
+        }
+
+        /// Runs every drain submitted so far, and those they submit.
+        var runDrains: () -> Void {
+            { [hops] in
+                while !hops.queue.isEmpty { hops.queue.removeFirst().work() }
+            }
         }
     }
 #endif
