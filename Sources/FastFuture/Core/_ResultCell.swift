@@ -108,17 +108,10 @@ extension Future {
 
     /// Where the result cell starts in a future's stored properties: after `_words` (and, in
     /// debug builds, `_debugCreationSite`), at `Value`'s alignment - where the compiler puts the
-    /// last stored property (`LayoutTests` checks it for values of every size and alignment).
-    /// One constant once specialized.
+    /// last stored property (see `_Layout.resultCellOffset`). One constant once specialized.
     @inlinable
     internal static var _resultCellOffset: Int {
-        var end = _Layout.futureWordsOffset + MemoryLayout<_FutureWords>.size
-        #if DEBUG
-            let site = MemoryLayout<(file: StaticString, line: UInt)?>.self
-            end = ((end + site.alignment - 1) & ~(site.alignment - 1)) + site.size
-        #endif
-        let alignment = MemoryLayout<Value>.alignment
-        return (end + alignment - 1) & ~(alignment - 1)
+        _Layout.resultCellOffset(valueAlignment: MemoryLayout<Value>.alignment)
     }
 
     /// The result cell (a stable address: a class instance never moves).
