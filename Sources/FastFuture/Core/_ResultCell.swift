@@ -95,6 +95,10 @@ extension Future {
     /// The result that `state`, a complete future's state word, and its cell hold.
     @inlinable @inline(__always)
     internal static func _completedResult(state: UInt, in cell: UnsafeMutableRawPointer) -> Result<Value, any Error> {
+        // Debug builds only: every caller has seen COMPLETED in this word. As a `precondition`
+        // (a pending word would read as a success - its empty cell as a value - or its HEAD as an
+        // error) it costs what callgrind measures: S1 623 -> 625, S2 2,964 -> 2,972, S4 549 ->
+        // 552, S8 41 -> 43 (locked 145 -> 159), `all` 1,297 -> 1,299 instructions.
         assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
         if _fastPath(state < _ResultWord.firstFailure) {
             return .success(cell.assumingMemoryBound(to: Value.self).pointee)
