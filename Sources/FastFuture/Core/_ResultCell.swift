@@ -110,15 +110,21 @@ extension Future {
     /// debug builds, `_debugCreationSite`), at `Value`'s alignment - where the compiler puts the
     /// last stored property (`LayoutTests` checks it for values of every size and alignment).
     /// One constant once specialized.
+    ///
+    /// Aligned from the object's address, as the compiler aligns fields, not from the stored
+    /// properties': those start a header after it, 8 bytes on 32-bit targets, where a 16-byte
+    /// aligned value (`SIMD4<Float>`) would otherwise land 8 bytes past its field. (On 64-bit
+    /// targets the header is 16 bytes, a multiple of every alignment: the same constant.)
     @inlinable
     internal static var _resultCellOffset: Int {
-        var end = _Layout.futureWordsOffset + MemoryLayout<_FutureWords>.size
+        let header = _Layout.objectHeaderSize
+        var end = header + _Layout.futureWordsOffset + MemoryLayout<_FutureWords>.size
         #if DEBUG
             let site = MemoryLayout<(file: StaticString, line: UInt)?>.self
             end = ((end + site.alignment - 1) & ~(site.alignment - 1)) + site.size
         #endif
         let alignment = MemoryLayout<Value>.alignment
-        return (end + alignment - 1) & ~(alignment - 1)
+        return ((end + alignment - 1) & ~(alignment - 1)) - header
     }
 
     /// The result cell (a stable address: a class instance never moves).
