@@ -91,23 +91,50 @@ import Testing
         withExtendedLifetime(future) {}
     }
 
-    @Test("A Future<Int> is a 112-byte object, glibc's 128-byte chunk", arguments: FutureVariant.allCases)
+    @Test("A Future<Int> is a 96-byte object, glibc's 112-byte chunk", arguments: FutureVariant.allCases)
     func futureSize(variant: FutureVariant) {
-        // The header, the words, the result cell: nothing after them in release builds (debug
-        // builds keep the promise's creation site after the cell).
-        let cellEnd = _Layout.objectHeaderSize + _ResultCell.offsetInFuture + MemoryLayout<_ResultCell>.size
-        #expect(cellEnd == 112)
-        let futures = (0..<16).map { _ in Future<Int>(_variant: variant, result: nil) }
-        #if DEBUG
-            let siteOffset =
-                withUnsafeMutablePointer(to: &futures[0]._debugCreationSite) { UnsafeMutableRawPointer($0) }
-                - UnsafeMutableRawPointer(Unmanaged.passUnretained(futures[0]).toOpaque())
-            #expect(siteOffset == cellEnd)
-            let size = siteOffset + MemoryLayout<(file: StaticString, line: UInt)?>.size
-        #else
-            let size = cellEnd
+        // The header, the words, the value: nothing after them (debug builds keep the promise's
+        // creation site between the words and the value).
+        let cellEnd = _Layout.objectHeaderSize + Future<Int>._resultCellOffset + MemoryLayout<Int>.size
+        #if !DEBUG
+            #expect(cellEnd == 96)
         #endif
-        expectSmallestAllocation(of: futures, is: size)
+        let futures = (0..<16).map { _ in Future<Int>(_variant: variant, result: nil) }
+        expectSmallestAllocation(of: futures, is: cellEnd)
+    }
+
+    /// A value's future: its size (header, words, the value at its alignment) and where the
+    /// compiler put the value, which must be where the core computes it.
+    static func expectCell<T: Sendable>(_ value: T, size: Int, variant: FutureVariant) {
+        let future = Future<T>(_variant: variant, result: .success(value))
+        let start = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(future))
+        let cell = withUnsafeMutablePointer(to: &future._resultCell) { UnsafeMutableRawPointer($0) }
+        // An empty value is never stored or loaded: the compiler may put its field anywhere.
+        if MemoryLayout<T>.size > 0 {
+            #expect(cell - start == Future<T>._resultCellOffset, "\(T.self)")
+            #expect(future._resultCellPointer == cell, "\(T.self)")
+        }
+        #expect(UInt(bitPattern: future._resultCellPointer) % UInt(MemoryLayout<T>.alignment) == 0, "\(T.self)")
+        #if !DEBUG
+            #expect(_Layout.objectHeaderSize + Future<T>._resultCellOffset + MemoryLayout<T>.size == size, "\(T.self)")
+        #endif
+        withExtendedLifetime(future) {}
+    }
+
+    @Test(
+        "The result cell is sized and aligned like the value, where _resultCellOffset says: Int 96 bytes, Void 88, String 104, four words 120, SIMD 128",
+        arguments: FutureVariant.allCases)
+    func resultCellSizes(variant: FutureVariant) {
+        Self.expectCell(42, size: 96, variant: variant)
+        Self.expectCell((), size: 88, variant: variant)
+        Self.expectCell("cell", size: 104, variant: variant)
+        Self.expectCell(FourWords(a: 1, b: 2, c: 3, d: 4), size: 120, variant: variant)
+        // 16-byte aligned: after the words (88), at 96.
+        Self.expectCell(SIMD4<Double>(1, 2, 3, 4), size: 128, variant: variant)
+        Self.expectCell(UInt8(1), size: 89, variant: variant)
+        #expect(
+            Future<SIMD4<Double>>.succeeded(SIMD4(1, 2, 3, 4), variant: variant).peek().flatMap { try? $0.get() }?.w
+                == 4)
     }
 
     @Test(
@@ -142,16 +169,6 @@ import Testing
         }
         #expect(addresses.count == 200 * 6)
         withExtendedLifetime(futures) {}
-    }
-
-    @Test("The result cell is at _ResultCell.offsetInFuture", arguments: FutureVariant.allCases)
-    func resultCellOffset(variant: FutureVariant) {
-        let future = Future<String>(_variant: variant, result: .success("cell"))
-        let start = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(future))
-        let cell = withUnsafeMutablePointer(to: &future._resultCell) { UnsafeMutableRawPointer($0) }
-        #expect(cell - start == _ResultCell.offsetInFuture)
-        #expect(UnsafeMutableRawPointer(future._resultCellPointer) == cell)
-        #expect(future.peek().flatMap { try? $0.get() } == "cell")
     }
 
     @Test("The common registrations fit in the embedded slot", arguments: FutureVariant.allCases)
@@ -329,6 +346,14 @@ private struct WideExecutor: FutureExecutor {
     var second = 0
 
     func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// Four words: a value the old three-word result cell boxed, now inline.
+private struct FourWords: Sendable {
+    var a: Int
+    var b: Int
+    var c: Int
+    var d: Int
 }
 
 /// An executor aligned to 16 bytes: a step on it is a registration more aligned than a word.

@@ -3,12 +3,13 @@ import FastFuture
 import Foundation
 import Testing
 
-/// A future keeps its result in three words of raw memory, or boxed when the value is larger:
+/// A future keeps its value in raw memory sized and aligned like it (what the result is, and a
+/// failure's error, are in its state word):
 /// every size must round-trip, and what the result holds must be released with the future -
-/// exactly once, whether the value needs destroying or not (the cell's tag says which), however
+/// exactly once, whether the value needs destroying or not (the state word says which), however
 /// the future was made and read.
 @Suite struct ResultCellTests {
-    /// 24 bytes, not trivial: just fits in the cell, and must be destroyed there.
+    /// 24 bytes, not trivial: must be destroyed in the cell.
     struct IntAndString: Equatable, Sendable {
         var a: Int
         var s: String
@@ -26,7 +27,7 @@ import Testing
     }
 
     @Test(
-        "Values of every size round-trip: empty, small, three words, boxed, over-aligned",
+        "Values of every size round-trip: empty, small, three words, five words, over-aligned",
         arguments: FutureVariant.allCases)
     func valuesRoundTrip(variant: FutureVariant) throws {
         try Self.roundTrip(true, variant: variant)
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test(
-        "A result's objects are released with the future: inline, boxed and error results",
+        "A result's objects are released with the future: small and large values, and errors",
         arguments: FutureVariant.allCases)
     func resultsAreReleased(variant: FutureVariant) {
         var refs: [WeakRef] = []
@@ -79,7 +80,7 @@ extension ResultCellTests {
         let b: Int
     }
 
-    /// 40 bytes, not trivial: boxed.
+    /// 40 bytes, not trivial: in the cell (a three-word cell would box it).
     struct Big: Sendable {
         let counted: Counted
         let a: Int
@@ -168,7 +169,7 @@ extension ResultCellTests {
         }
     }
 
-    /// Guard: values that need destroying (a reference, a 24-byte struct holding one, a boxed
+    /// Guard: values that need destroying (a reference, a 24-byte struct holding one, a
     /// 40-byte one, a heap string) and errors holding a reference: every way of reading sees
     /// them, and each is destroyed exactly once, when the last future holding it goes - made
     /// complete later, made complete, or made and completed in unspecialized generic code.
@@ -227,7 +228,7 @@ extension ResultCellTests {
         #expect(deinits.load() == made, "each value destroyed exactly once")
     }
 
-    /// Guard: trivial values (an `Int`, a 24-byte struct in the cell, a 40-byte one boxed,
+    /// Guard: trivial values (an `Int`, a 24-byte struct, a 40-byte one,
     /// `Void`, a `Bool`) read back right every way, specialized and generic.
     @Test(arguments: FutureVariant.allCases, Making.allCases)
     func trivialValuesReadBack(variant: FutureVariant, making: Making) {
@@ -244,7 +245,7 @@ extension ResultCellTests {
         #expect(bad.isEmpty, "\(bad)")
     }
 
-    /// Guard: `await value` reads values that need destroying and boxed ones, and frees them once.
+    /// Guard: `await value` reads values that need destroying, small and large, and frees them once.
     @Test(arguments: FutureVariant.allCases)
     func awaitReadsAndFreesOnce(variant: FutureVariant) async throws {
         let deinits = AtomicCount()

@@ -390,7 +390,7 @@ _Static_assert(offsetof(ff_future_words, state) == 0, "the state word is the fir
 _Static_assert(offsetof(ff_future_words, embeddedSlot) % sizeof(uintptr_t) == 0,
                "the embedded slot is word-aligned");
 // 64-bit: the layout the benchmarks were measured on (72 bytes, the node at 32: with the header and
-// the result cell's three words, a 112-byte future, glibc's 128-byte chunk).
+// an `Int` result, a 96-byte future, glibc's 112-byte chunk).
 _Static_assert(FF_32_BIT == 1 || (sizeof(ff_future_words) == 72 && FF_FUTURE_WORDS_OFFSET == 16 &&
                                   offsetof(ff_future_words, embeddedNext) == 32),
                "64-bit: the future's words changed layout");

@@ -40,23 +40,24 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     /// Never read or written as a Swift property after `init`.
     @usableFromInline internal var _words: _FutureWords
 
-    /// The result's value, in raw memory (see `_ResultCell`; what the result is, and a failure's
-    /// error, are in the state word): written once by the claim's winner, read after COMPLETED
-    /// was observed; only ever touched through `_resultCellPointer`. Exclusivity
-    /// checking is off because accesses are ordered by the state word instead.
-    ///
-    /// Not a stored property of a type that mentions `Value` (`Result<Value, any Error>?`, or an
-    /// enum): the class's deinit is unspecialized, and destroying such a property looks up its
-    /// type's metadata on every call. Destroyed by hand in `deinit` instead, with the metadata
-    /// of `Value` itself, which the class's own metadata holds.
-    @usableFromInline @exclusivity(unchecked) internal var _resultCell: _ResultCell
-
     #if DEBUG
         /// Debug builds only: where this future's promise was made, for the dropped-future
         /// warning (see `_DroppedFutureCheck`). Written once, before the future is shared; read
-        /// by `deinit`.
+        /// by `deinit`. (Before the result cell, whose size depends on `Value`: see
+        /// `_resultCellOffset`.)
         @usableFromInline @exclusivity(unchecked) internal var _debugCreationSite: (file: StaticString, line: UInt)?
     #endif
+
+    /// The result's value, in raw memory sized and aligned like `Value` (see `_ResultCell`;
+    /// what the result is, and a failure's error, are in the state word): written once by the
+    /// claim's winner, read after COMPLETED was observed; only ever touched through
+    /// `_resultCellPointer`. Exclusivity checking is off because accesses are ordered by the
+    /// state word instead. The last stored property: `_words` keeps its constant offset.
+    ///
+    /// Raw layout: the class's ivar destroyer does nothing with it, so the deinit (unspecialized)
+    /// looks up no metadata for it; it destroys a value by hand, with the metadata of `Value`
+    /// itself, which the class's own metadata holds, and only if the state word says so.
+    @usableFromInline @exclusivity(unchecked) internal var _resultCell: _ResultCell<Value>
 
     // MARK: Initializers
 
@@ -78,14 +79,15 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         }
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
-        self._resultCell = _ResultCell()
         #if DEBUG
             self._debugCreationSite = nil
         #endif
+        self._resultCell = _ResultCell()
+        // (An empty value - `Void` - is never stored or loaded: the compiler may put it anywhere.)
         assert(
-            withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) }
-                == UnsafeMutableRawPointer(_resultCellPointer),
-            "FastFuture: _resultCell is not where _ResultCell.offsetInFuture says")
+            MemoryLayout<Value>.size == 0
+                || withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) } == _resultCellPointer,
+            "FastFuture: _resultCell is not where _resultCellOffset says")
         switch result {
         case nil: break
         case .success(let value): _ = _storeValue(value)

@@ -48,8 +48,7 @@ import AtomicsShim
 /// that on 32-bit targets the future is a 16-byte aligned object (scripts/layout-check compiles
 /// it for i686, armv7, wasm32 and arm64_32). On 64-bit targets its layout is the one a Swift
 /// struct of the same fields has: 72 bytes, `embeddedNext` at 32 (with the object header and the
-/// result cell's three words, a `Future<Int>` is 112 bytes: glibc's 128-byte chunk, the largest
-/// its fastbins keep).
+/// result cell, sized like the value, a `Future<Int>` is 96 bytes: glibc's 112-byte chunk).
 @usableFromInline
 internal typealias _FutureWords = ff_future_words
 
