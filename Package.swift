@@ -31,6 +31,9 @@ let package = Package(
             name: "FastFuture",
             dependencies: ["AtomicsShim"],
             // RawLayout: the result cell, sized and aligned like the future's value (`_ResultCell`).
+            // Deploys to the minimums above: there the compiler completes the cell's metadata with
+            // `swift_initStructMetadata` (Swift 5.0's runtime), `swift_initRawStructMetadata(2)`
+            // only from macOS 15 / iOS 18 and on Linux (scripts/layout-check checks the IR per triple).
             swiftSettings: strictSettings + [.enableExperimentalFeature("RawLayout")]
         ),
         .target(

@@ -29,6 +29,26 @@ internal enum _Layout {
     /// after the fire word (one word; 16 bytes with its alignment on 32-bit targets).
     @inlinable
     static var slotNodeSlotOffset: Int { ff_slot_node_slot_offset() }
+
+    /// Where a future's result cell (`Future._resultCell`, its last stored property) starts in
+    /// its stored properties, for a value of `alignment`: after `_words` (and, in debug builds,
+    /// `_debugCreationSite`), at the value's alignment - where the compiler puts the last stored
+    /// property (`LayoutTests` checks it on the host for values of every size and alignment,
+    /// `scripts/layout-check` on 32-bit and 64-bit targets). One constant once specialized.
+    ///
+    /// The compiler aligns a field's offset from the object's start (an object is aligned like
+    /// its most aligned field), not from the stored properties' start: the two differ where the
+    /// header (8 bytes on 32-bit targets) is not a multiple of the value's alignment - a 16-byte
+    /// aligned vector's cell there is at 64 bytes into the object, not at 8 + 64.
+    @inlinable @inline(__always)
+    static func resultCellOffset(valueAlignment alignment: Int) -> Int {
+        var end = objectHeaderSize + futureWordsOffset + MemoryLayout<_FutureWords>.size
+        #if DEBUG
+            let site = MemoryLayout<(file: StaticString, line: UInt)?>.self
+            end = ((end + site.alignment - 1) & ~(site.alignment - 1)) + site.size
+        #endif
+        return ((end + alignment - 1) & ~(alignment - 1)) - objectHeaderSize
+    }
 }
 
 #if _pointerBitWidth(_32)
