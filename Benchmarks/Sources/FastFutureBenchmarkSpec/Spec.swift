@@ -336,6 +336,14 @@ private let structuredConcurrencyScenarios: [Scenario] = [
         work: "`timeout(after: .seconds(60))` on a promise then completed (its timer cancelled), against a "
             + "throwing task group racing the work with a child in `Task.sleep(for: .seconds(60))`, cancelled once "
             + "the work is in",
+        losses: [
+            LossReason(
+                "locked",
+                "not the code: lock-free runs 0.97x locked's instructions per timeout (9,094 to 9,388) with the "
+                    + "same 5 allocations, and the suite's own ratio went 1.66x, 0.81x, 0.96x in three runs of one "
+                    + "build within 10 minutes (0.90x the day before)",
+                section: "A timeout that is met")
+        ],
         impls: variantsAndTasks
     ) { _, _ in Sizes.racesPerIteration },
     Scenario(
