@@ -1,11 +1,35 @@
-// AtomicsShim is header-only (see include/AtomicsShim.h) but for one definition: the trampoline's
+// AtomicsShim is header-only (see include/AtomicsShim.h) but for two definitions: the trampoline's
 // thread-local slot, which every module's copy of `ff_trampoline_load`/`ff_trampoline_store` must
-// share (SwiftPM needs a source file to build a C target anyway). In exploration builds
+// share (SwiftPM needs a source file to build a C target anyway), and the ThreadSanitizer
+// annotation, which only a file the C compiler builds can know to be needed. In exploration builds
 // (`-DFF_EXPLORE`, scripts/explore only) this file also holds the one hook and the per-thread
 // "explored" flag that every module's copy of the header's functions share.
 #include "AtomicsShim.h"
 
 _Thread_local void *_Nullable ff_trampoline_slot = 0;
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FF_THREAD_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define FF_THREAD_SANITIZER 1
+#endif
+
+#if defined(FF_THREAD_SANITIZER)
+void __tsan_acquire(void *address);  // the ThreadSanitizer runtime's annotation
+
+const bool ff_tsan_enabled = true;
+
+void ff_tsan_acquire(const void *_Nullable address) {
+  if (address) __tsan_acquire((void *)address);
+}
+#else
+const bool ff_tsan_enabled = false;
+
+void ff_tsan_acquire(const void *_Nullable address) { (void)address; }
+#endif
 
 #if defined(FF_EXPLORE)
 #include <sched.h>

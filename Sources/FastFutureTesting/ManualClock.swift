@@ -142,7 +142,8 @@ public final class ManualClock: Clock, CallbackSchedulingClock, @unchecked Senda
             return nextID
         }
         try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+            defer { _tsanAcquireResumption() }  // an advance on another thread resumed it early
+            return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let resumeNow: Result<Void, any Error>? = withLock {
                     if cancelledSleepers.remove(id) != nil { return .failure(CancellationError()) }
                     if deadline <= current { return .success(()) }

@@ -16,12 +16,13 @@
 //  - no logic here: the state machines, and the arguments for why each
 //    ordering is enough, live in Swift next to the code that uses them.
 //
-// Two things here are not atomics, each in its own section at the end: the
-// futex wait/wake that the `.locked` lock sleeps on, and the trampoline's
-// thread-local slot. They belong to the same seam - single instructions or
-// system calls that Swift cannot spell - and the schedule explorer must hook
-// the futex calls exactly as it hooks the atomics (`-DFF_EXPLORE`): one C
-// target keeps that to one module and one switch.
+// Some things here are not atomics, each in its own section at the end: the
+// futex wait/wake that the `.locked` lock sleeps on, the thread parker, the
+// trampoline's thread-local slot, and one ThreadSanitizer annotation. They
+// belong to the same seam - single instructions, system calls or build
+// settings that Swift cannot spell - and the schedule explorer must hook the
+// futex calls exactly as it hooks the atomics (`-DFF_EXPLORE`): one C target
+// keeps that to one module and one switch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -614,6 +615,18 @@ extern _Thread_local void *_Nullable ff_trampoline_slot;
 FF_INLINE void *_Nullable ff_trampoline_load(void) { return ff_trampoline_slot; }
 
 FF_INLINE void ff_trampoline_store(void *_Nullable trampoline) { ff_trampoline_slot = trampoline; }
+
+// MARK: - Not atomics (3): ThreadSanitizer's view of a continuation resumed early
+
+/// Whether this target was built with ThreadSanitizer (`swift build --sanitize=thread` compiles C
+/// targets with `-fsanitize=thread`). Swift has no compile-time test for a sanitizer, and the
+/// Clang importer does not see the flag, so the answer is a constant *defined* in AtomicsShim.c,
+/// the one file of this target that the C compiler itself compiles.
+extern const bool ff_tsan_enabled;
+
+/// `__tsan_acquire(address)` in a ThreadSanitizer build; nothing otherwise (defined in
+/// AtomicsShim.c). For `_tsanAcquireResumption()` (Core/_AsyncWaiter.swift), which says why.
+void ff_tsan_acquire(const void *_Nullable address);
 
 #undef FF_INLINE
 #undef FF_EXPLORE_POINT

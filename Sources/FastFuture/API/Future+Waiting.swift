@@ -139,8 +139,7 @@ extension Future {
                 if let slot { _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex) }
             }
             return try await withTaskCancellationHandler {
-                try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                    guard waiter.install(continuation) else { return }  // cancelled before: resumed
+                try await waiter.suspend {
                     slot = _WaiterList.insert(waiter, core: core)
                     if slot == nil { waiter.wake(self) }  // complete by now
                 }

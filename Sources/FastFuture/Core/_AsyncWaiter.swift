@@ -33,6 +33,19 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: ff_atomic_word.self)
     }
 
+    /// Suspends the current task until the waiter is woken or cancelled: installs the task's
+    /// continuation, then - unless the task was cancelled first - calls `register`, which hands
+    /// the waiter to whatever will wake it (and may wake it at once). `await value`'s suspension.
+    ///
+    /// - Throws: `CancellationError` if ``cancel()`` came first; the future's error.
+    func suspend(thenRegister register: () -> Void) async throws -> Value {
+        defer { _tsanAcquireResumption() }  // woken or cancelled early on another thread: see there
+        return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
+            guard install(continuation) else { return }  // cancelled before: resumed
+            register()
+        }
+    }
+
     /// Installs the continuation. Returns `false` (having resumed it with `CancellationError`)
     /// if the task was cancelled first.
     func install(_ continuation: _AsyncWaiterContinuation<Value>) -> Bool {
@@ -64,5 +77,31 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
         let continuation = self.continuation
         self.continuation = nil
         return continuation
+    }
+}
+
+/// Tells ThreadSanitizer that whatever resumed the current task's last continuation happened
+/// before what the task does next. `await value` calls it when `withUnsafeThrowingContinuation`
+/// returns or throws; so does any continuation of this package that another thread resumes.
+///
+/// The concurrency runtime draws that edge itself when the task had suspended:
+/// `swift_continuation_resume` releases on the task, and running the task again acquires it. But
+/// a continuation resumed before its task reaches the await (here: the future completed, or the
+/// task was cancelled, on another thread between the registration and the suspension) lets the
+/// task go on without being enqueued, and nothing acquires. ThreadSanitizer then takes the
+/// resumer's last read of the continuation's context and the task's next write to the same
+/// task-allocator memory (the next `withUnsafeThrowingContinuation`'s frame) for a data race: the
+/// toolchain's known false report (swiftlang/swift#57803; reproduced in `ThreadSanitizerTests`).
+/// The acquire pairs with the runtime's release on the task, so it draws exactly the edge the
+/// runtime synchronizes on (its atomic status word) - no report is suppressed.
+///
+/// Outside ThreadSanitizer builds this is a load of a constant and a branch.
+@inline(__always)
+package func _tsanAcquireResumption() {
+    guard ff_tsan_enabled else { return }
+    withUnsafeCurrentTask { task in
+        // `UnsafeCurrentTask` is the task's reference and nothing else: the address the runtime
+        // released on.
+        ff_tsan_acquire(unsafeBitCast(task, to: UnsafeRawPointer?.self))
     }
 }
