@@ -168,13 +168,13 @@ private func usageNow() -> rusage {
     return usage
 }
 
-/// Times `scenario` for `.lockFree` and `.locked` (and, for S4T, the reference future) in one
+/// Times `scenario` for `.lockFree` and `.locked` (and, for S4T, the reference future; for S7, two semaphores) in one
 /// process: an untimed warm-up round, then `rounds` rounds, each variant once per round in
 /// alternating order, so that the machine's load moves them alike; prints the best and the median
 /// time per op of each, and lock-free's ratios to the others.
 func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
     let clock = ContinuousClock()
-    let kinds: [FutureVariant?] = scenario == "S4T" ? [.lockFree, .locked, nil] : [.lockFree, .locked]
+    let kinds: [FutureVariant?] = ["S4T", "S7"].contains(scenario) ? [.lockFree, .locked, nil] : [.lockFree, .locked]
     let opsPerIteration: Int
     let iterations: Int
     var run: (FutureVariant?) -> Void
@@ -197,7 +197,12 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
         opsPerIteration = 1
         iterations = 2_000
         run = { firstOf($0!, iterations) }
-    default: fail("times: S3, S5, S4T or firstOf")
+    case "S7":
+        opsPerIteration = 1_000
+        iterations = 20
+        let worker = DispatchQueue(label: "FastFutureProfile.S7")
+        run = { s7($0, iterations, worker: worker) }
+    default: fail("times: S3, S5, S4T, firstOf or S7")
     }
     var samples: [[Double]] = Array(repeating: [], count: kinds.count)
     var switches = Array(repeating: 0, count: kinds.count)
@@ -217,7 +222,7 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
             samples[kind].append(ns / Double(iterations * opsPerIteration))
         }
     }
-    let names = kinds.map { $0.map { "\($0)" } ?? "reference" }
+    let names = kinds.map { $0.map { "\($0)" } ?? (scenario == "S7" ? "semaphores" : "reference") }
     func format(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
     var best: [Double] = []
     var median: [Double] = []

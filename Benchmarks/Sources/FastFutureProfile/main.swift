@@ -10,7 +10,8 @@
 // S4: S4's registrations without its threads: 100 callbacks pending on one future, then its
 // completion runs them (per callback).
 // S8: one callback registered on a future that is already complete (a late callback).
-// S7 (lockFree|locked only): 1,000 `wait()` round trips with a worker thread per iteration.
+// S7: 1,000 `wait()` round trips with a worker thread per iteration; `semaphores` runs the
+// suite's baseline instead, the same ping-pong on two `DispatchSemaphore`s.
 // fanIn, firstOf, timeout, chain10, late: the same work with FastFuture or with structured
 // concurrency (`tasks`): see "Against structured concurrency" below.
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
@@ -146,14 +147,32 @@ func nioS8(_ iterations: Int) {
 
 /// S7: `wait()` round trips with a worker thread, 1,000 per iteration (per op: one round trip,
 /// its two futures made in the loop - the allocations to count - and two `wait()`s, which block
-/// whenever the other side has not completed yet).
-func s7(_ variant: FutureVariant, _ iterations: Int) {
+/// whenever the other side has not completed yet). `nil`: the suite's baseline, the same ping-pong
+/// on two `DispatchSemaphore`s (no futures).
+func s7(_ variant: FutureVariant?, _ iterations: Int, worker: DispatchQueue? = nil) {
     let roundTrips = 1_000
-    let worker = DispatchQueue(label: "FastFutureProfile.S7")
+    let worker = worker ?? DispatchQueue(label: "FastFutureProfile.S7")
     for _ in 0..<iterations {
+        let done = DispatchSemaphore(value: 0)
+        guard let variant else {
+            let ping = DispatchSemaphore(value: 0)
+            let pong = DispatchSemaphore(value: 0)
+            worker.async {
+                for _ in 0..<roundTrips {
+                    ping.wait()
+                    pong.signal()
+                }
+                done.signal()
+            }
+            for _ in 0..<roundTrips {
+                ping.signal()
+                pong.wait()
+            }
+            done.wait()
+            continue
+        }
         let forth = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
         let back = (0..<roundTrips).map { _ in Promise<Int>(variant: variant) }
-        let done = DispatchSemaphore(value: 0)
         worker.async {
             for index in 0..<roundTrips {
                 back[index].succeed(try! forth[index].future.wait())
@@ -443,12 +462,12 @@ func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
 
 let usage =
     "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
-    + " | FastFutureProfile S7 <lockFree|locked> [iterations of 1,000 round trips]"
+    + " | FastFutureProfile S7 <lockFree|locked|semaphores> [iterations of 1,000 round trips]"
     + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
-    + " | FastFutureProfile times <S3|S5|S4T|firstOf> [T] [rounds] [plain|marking]"
+    + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7> [T] [rounds] [plain|marking]"
 let arguments = CommandLine.arguments
 if arguments.count >= 3, arguments[1] == "times" {
     times(
@@ -457,7 +476,8 @@ if arguments.count >= 3, arguments[1] == "times" {
         marking: arguments.count > 5 && arguments[5] == "marking")
     exit(0)
 }
-guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference", "tasks"].contains(arguments[2]) else {
+guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference", "tasks", "semaphores"].contains(arguments[2])
+else {
     fail(usage)
 }
 let iterations = arguments.count > 3 ? Int(arguments[3]) ?? 100_000 : 100_000
@@ -466,6 +486,8 @@ let threadsArgument = arguments.count > 4 ? Int(arguments[4]) ?? 4 : 4
 let markingArgument = arguments.count > 5 && arguments[5] == "marking"
 switch (arguments[1], arguments[2]) {
 case ("S1", "nio"): nioS1(iterations)
+case ("S7", "semaphores"): s7(nil, iterations)
+case (_, "semaphores"): fail(usage)
 case ("S4T", "reference"):
     s4Threads(nil, iterations, threads: threadsArgument, marking: markingArgument)
 case ("S1", "reference"):

@@ -27,24 +27,13 @@ extension Future {
     ///   ready for 2 seconds while `wait()` blocks the main queue; release builds hang. Main-actor
     ///   bodies of unrelated futures never make it trap.
     @available(*, noasync, message: "wait() blocks the thread; use 'try await future.value'")
+    @inlinable
     public func wait() throws -> Value {
-        if let result = _peekRunningQueuedWork() { return try result.get() }
-        // The parker lives on this thread's stack: no allocation. It is woken at most once, and
-        // this frame stays until it was (or the waiter was never registered).
-        let result = withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
-            let parker = buffer.baseAddress.unsafelyUnwrapped
-            ff_parker_init(parker)
-            defer { ff_parker_destroy(parker) }
-            if _WaiterList.insert(parker: parker, core: _core) != nil {
-                #if DEBUG
-                    _blockingWaitThatDiagnosesAStarvedMainActor(parker, future: self)
-                #else
-                    ff_parker_park(parker)
-                #endif
-            }
-            return _completedAfterWaiting()
-        }
-        return try result.get()
+        // Inlinable, so that the result is read at the caller's value type: the blocking itself
+        // (out of line) never names `Value`, and no generic metadata is looked up per wait.
+        if let result = peek() { return try result.get() }
+        _Blocking.wait(core: _core, future: self)
+        return try _completedAfterWaiting().get()
     }
 
     /// Blocks the calling thread until the future completes or `timeout` has passed.
@@ -64,54 +53,27 @@ extension Future {
     ///   may still complete later), or the future's error.
     /// - Note: Blocks; see ``wait()``. A wait that times out leaves nothing behind on the future.
     @available(*, noasync, message: "wait(timeout:) blocks the thread; use 'try await future.value'")
+    @inlinable
     public func wait(timeout: Duration) throws -> Value {
-        if let result = _peekRunningQueuedWork() { return try result.get() }
-        guard timeout > .zero else { throw FutureTimeoutError() }
-        let nanoseconds = _saturatingNanoseconds(timeout)
-        // The result, or `nil` if time ran out (thrown out here: a throw inside the closure
-        // would cost a second allocation on its way out).
-        let outcome = withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
-            let parker = buffer.baseAddress.unsafelyUnwrapped
-            ff_parker_init(parker)
-            defer { ff_parker_destroy(parker) }
-            return _timedWait(parker: parker, nanoseconds: nanoseconds)
-        }
-        guard let outcome else { throw FutureTimeoutError() }
-        return try outcome.get()
+        if let result = peek() { return try result.get() }
+        if _Blocking.wait(core: _core, timeout: timeout) { return try _completedAfterWaiting().get() }
+        // Time ran out and the waiter left; the future may have completed since.
+        guard let result = peek() else { throw FutureTimeoutError() }
+        return try result.get()
     }
 
-    /// `wait(timeout:)` on the caller's parker: the result; or `nil` if time ran out and the
-    /// waiter left (the future was pending then). Returns only once nothing will touch the parker
-    /// any more - it is on the caller's stack.
+    /// For tests: `wait(timeout:)` on the caller's parker - the result; or `nil` if time ran out
+    /// and the waiter left (the future was pending then). See `_Blocking.wait(parker:core:nanoseconds:)`.
     internal func _timedWait(parker: UnsafeMutablePointer<ff_parker>, nanoseconds: Int64) -> Result<Value, any Error>? {
-        let core = _core
-        guard let slot = _WaiterList.insert(parker: parker, core: core) else { return _completedAfterWaiting() }
-        if ff_parker_park_for(parker, nanoseconds) { return _completedAfterWaiting() }
-        // Timed out: leave the slot.
-        if _WaiterList.remove(slot, parker: parker, mutex: core.mutex) { return peek() }
-        // The completer took the waiter first: it is unparking it now (no user code in
-        // between), and the parker must stay until it has.
-        ff_parker_park(parker)
-        return _completedAfterWaiting()
+        _Blocking.wait(parker: parker, core: _core, nanoseconds: nanoseconds) ? _completedAfterWaiting() : peek()
     }
 
     /// For tests: the size of the waiter list and how many waiters it holds now.
     internal var _waiterCounts: (capacity: Int, occupied: Int) { _WaiterList.counts(core: _core) }
 
-    /// `peek()`, but inside a callback first runs the work queued behind it on this thread until
-    /// the future completes (see ``wait()``).
-    @usableFromInline
-    internal func _peekRunningQueuedWork() -> Result<Value, any Error>? {
-        if let result = peek() { return result }
-        let trampoline = _Trampoline.current
-        guard trampoline.isDraining else { return nil }
-        trampoline.runQueued { self.isComplete }
-        return peek()
-    }
-
     /// The result, once the waiter list said the future is complete (a FIRED slot or a woken
     /// waiter: both after the completer's publish, and `peek()` acquires the state word).
-    @usableFromInline
+    @inlinable
     internal func _completedAfterWaiting() -> Result<Value, any Error> {
         guard let result = peek() else {
             fatalError("FastFuture internal error: woken before completion")
@@ -175,6 +137,69 @@ extension Future {
                 cancel()
             }
         }
+    }
+}
+
+/// The blocking half of `wait()` and `wait(timeout:)`, out of line and without the future's value
+/// type (the inlinable callers read the result).
+@usableFromInline
+internal enum _Blocking {
+    /// Inside a callback: runs the work this thread queued behind it until the future of `core`
+    /// completes (see `wait()`). Returns whether it is complete.
+    private static func runQueuedWork(core: _FutureCore) -> Bool {
+        let trampoline = _Trampoline.current
+        guard trampoline.isDraining else { return false }
+        trampoline.runQueued { core.loadState() & _State.completed != 0 }
+        return core.loadState() & _State.completed != 0
+    }
+
+    /// `wait()`'s block: returns once the future of `core` (`future`) is complete.
+    @usableFromInline
+    static func wait(core: _FutureCore, future: AnyObject) {
+        if runQueuedWork(core: core) { return }
+        // The parker lives on this thread's stack: no allocation. It is woken at most once, and
+        // this frame stays until it was (or the waiter was never registered).
+        withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
+            let parker = buffer.baseAddress.unsafelyUnwrapped
+            ff_parker_init(parker)
+            defer { ff_parker_destroy(parker) }
+            if _WaiterList.insert(parker: parker, core: core) != nil {
+                #if DEBUG
+                    _blockingWaitThatDiagnosesAStarvedMainActor(parker, future: future)
+                #else
+                    ff_parker_park(parker)
+                #endif
+            }
+        }
+    }
+
+    /// `wait(timeout:)`'s block: whether the future of `core` is complete; `false` if time ran
+    /// out and the waiter left (the future was pending then), or `timeout` is not positive.
+    @usableFromInline
+    static func wait(core: _FutureCore, timeout: Duration) -> Bool {
+        if runQueuedWork(core: core) { return true }
+        guard timeout > .zero else { return false }
+        let nanoseconds = _saturatingNanoseconds(timeout)
+        return withUnsafeTemporaryAllocation(of: ff_parker.self, capacity: 1) { buffer in
+            let parker = buffer.baseAddress.unsafelyUnwrapped
+            ff_parker_init(parker)
+            defer { ff_parker_destroy(parker) }
+            return wait(parker: parker, core: core, nanoseconds: nanoseconds)
+        }
+    }
+
+    /// `wait(timeout:)` on the caller's parker: whether the future is complete; `false` if time
+    /// ran out and the waiter left. Returns only once nothing will touch the parker any more - it
+    /// is on the caller's stack.
+    static func wait(parker: UnsafeMutablePointer<ff_parker>, core: _FutureCore, nanoseconds: Int64) -> Bool {
+        guard let slot = _WaiterList.insert(parker: parker, core: core) else { return true }
+        if ff_parker_park_for(parker, nanoseconds) { return true }
+        // Timed out: leave the slot.
+        if _WaiterList.remove(slot, parker: parker, mutex: core.mutex) { return false }
+        // The completer took the waiter first: it is unparking it now (no user code in
+        // between), and the parker must stay until it has.
+        ff_parker_park(parker)
+        return true
     }
 }
 
