@@ -4,8 +4,8 @@ import Dispatch
 extension Future {
     /// Blocks the calling thread until the future completes, then returns its value.
     ///
-    /// On a complete future it returns at once. Otherwise the thread parks (on a semaphore, not
-    /// spinning) and is woken as soon as the result is published - before the completing thread
+    /// On a complete future it returns at once. Otherwise the thread parks (sleeps on a futex
+    /// word on its own stack - on Linux; a condition variable elsewhere - not spinning) and is woken as soon as the result is published - before the completing thread
     /// runs its callbacks, so a slow callback never delays a `wait()`.
     ///
     /// ```swift
@@ -90,24 +90,33 @@ extension Future {
     /// - Throws: The future's error; or `CancellationError` at once if the awaiting task is
     ///   cancelled - the future itself is left untouched for its other consumers (to cancel the
     ///   future, call ``cancel()``), and the abandoned wait leaves nothing behind on it.
+    @inlinable
     public var value: Value {
         get async throws {
+            // Inlinable, so that a complete future's result is read at the caller's value type:
+            // an unspecialized read looks up `Result<Value, any Error>`'s metadata at run time.
             if let result = peek() { return try result.get() }
-            let core = _core
-            let waiter = _AsyncWaiter<Value>()
-            var slot: _WaiterList.Slot?
-            defer {
-                // After a cancellation (or a resumption) the slot may still hold the waiter: free it.
-                if let slot { _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex) }
+            return try await _pendingValue()
+        }
+    }
+
+    /// `value` of a future that was pending when it looked: registers a waiter and suspends.
+    @usableFromInline
+    internal func _pendingValue() async throws -> Value {
+        let core = _core
+        let waiter = _AsyncWaiter<Value>()
+        var slot: _WaiterList.Slot?
+        defer {
+            // After a cancellation (or a resumption) the slot may still hold the waiter: free it.
+            if let slot { _WaiterList.remove(slot, waiter: waiter, mutex: core.mutex) }
+        }
+        return try await withTaskCancellationHandler {
+            try await waiter.suspend {
+                slot = _WaiterList.insert(waiter, core: core)
+                if slot == nil { waiter.wake(self) }  // complete by now
             }
-            return try await withTaskCancellationHandler {
-                try await waiter.suspend {
-                    slot = _WaiterList.insert(waiter, core: core)
-                    if slot == nil { waiter.wake(self) }  // complete by now
-                }
-            } onCancel: {
-                waiter.cancel()
-            }
+        } onCancel: {
+            waiter.cancel()
         }
     }
 
