@@ -7,7 +7,7 @@
 //     FastFutureProfile S5 <lockFree|locked> [iterations] [T]           (per op: one tryComplete)
 //     FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]
 //                                                                       (per op: one callback)
-//     FastFutureProfile times <S3|S5|S4T|firstOf> [T] [rounds] [plain|marking]
+//     FastFutureProfile times <S3|S5|S4T|firstOf|timeout> [T] [rounds] [plain|marking]
 //
 // S3 is the suite's S3; S5 the suite's S5 (T threads race `tryComplete` on the same 10,000
 // futures); S4T the suite's S4 (T threads register 20,000 callbacks each on one future while one
@@ -15,7 +15,9 @@
 // and marks its own byte of a shared array, and the registrants run at a lower priority (nice 10)
 // than the completer, which therefore preempts them. `times firstOf` times main.swift's `firstOf`
 // (the suite's: `first` of 10 promises, the first succeeds, the other 9 are cancelled; per op: one
-// race), 2,000 races per round; T is ignored.
+// race), 2,000 races per round; `times timeout` main.swift's `timeoutRace` (the suite's: a promise
+// under `timeout(after: .seconds(60))`, then completed; per op: one timeout), 2,000 per round; T
+// is ignored.
 
 import Dispatch
 import FastFuture
@@ -202,7 +204,11 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
         iterations = 20
         let worker = DispatchQueue(label: "FastFutureProfile.S7")
         run = { s7($0, iterations, worker: worker) }
-    default: fail("times: S3, S5, S4T, firstOf or S7")
+    case "timeout":
+        opsPerIteration = 1
+        iterations = 2_000
+        run = { timeoutRace($0!, iterations) }
+    default: fail("times: S3, S5, S4T, firstOf, S7 or timeout")
     }
     var samples: [[Double]] = Array(repeating: [], count: kinds.count)
     var switches = Array(repeating: 0, count: kinds.count)

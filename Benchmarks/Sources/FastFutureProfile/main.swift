@@ -19,7 +19,7 @@
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
 // callgrind.
 // S3, S5, S4T (S4 with its threads) and `times`: the scenarios where `.lockFree` has lost to
-// `.locked` (and `firstOf`, timed), see Losses.swift.
+// `.locked` (and `firstOf` and `timeout`, timed), see Losses.swift.
 
 import Dispatch
 import FastFuture
@@ -467,7 +467,7 @@ let usage =
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
-    + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7> [T] [rounds] [plain|marking]"
+    + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
 let arguments = CommandLine.arguments
 if arguments.count >= 3, arguments[1] == "times" {
     times(
