@@ -21,6 +21,7 @@ extension Future {
     ///   runs where `executor` runs it. `on: .mainActor` selects
     ///   ``run(on:variant:_:)-(MainActorExecutor,_,_)``, whose body is `@MainActor`.
     @_disfavoredOverload  // `on: .mainActor` selects the `@MainActor` overload
+    @inlinable  // specialized in the caller: no generic metadata looked up per call
     public static func run(
         on executor: some FutureExecutor,
         variant: FutureVariant = .lockFree,
