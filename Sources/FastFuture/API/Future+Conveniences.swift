@@ -70,6 +70,7 @@ extension Future {
     ///   completes - even if `promise`'s future completes first another way - so that callbacks
     ///   on a future nobody else references still run; a long-lived pending source cascaded to
     ///   many short-lived promises keeps each of them (and its result) until it completes.
+    @inlinable  // specialized in the caller: no generic metadata looked up per call
     public func cascade(to promise: Promise<Value>) {
         _register(_CascadeLink(promise: promise))
         // Weak: `promise`'s future must not keep a pending source alive that nothing else does
@@ -160,13 +161,22 @@ extension Future {
 /// `CancellationError` cancels it). Its interest in the source's result (see `_Interest`) is the
 /// promise's future's, the first word of `promise`: once that future is cancelled, the link
 /// no longer wants the source.
+@usableFromInline
 internal struct _CascadeLink<Value: Sendable>: _Registration {
-    let promise: Promise<Value>
+    @usableFromInline let promise: Promise<Value>
 
+    @inlinable
+    init(promise: Promise<Value>) {
+        self.promise = promise
+    }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
+    @inlinable
     static var _interest: UInt8 { _Interest.derived }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         if case .failure(let error) = result, error is CancellationError {
             promise.future.cancel()

@@ -4,7 +4,10 @@
 // Each input is mapped into one case of `_ZipElement`, the mapped futures are gathered by one
 // `all`, and the array is unpacked into the tuple: n + 2 futures for n inputs, and `all`'s
 // rules for free - the first failure by time fails the zip, and cancelling the zip cancels
-// `all`, which cancels every pending mapped input, which cancels its source.
+// `all`, which cancels every pending mapped input, which cancels its source. Inlinable, like
+// `and`: specialized in the caller, a zip of three looks up no generic metadata (unspecialized,
+// `map` and `all` over `_ZipElement<A, B, C, Never, Never>` looked up some 60,000 instructions'
+// worth per zip).
 
 extension Future {
     /// Returns a future of the two inputs' values, once both have succeeded: `a.and(b)`.
@@ -39,6 +42,7 @@ extension Future {
     ///   - c: The third input.
     /// - Returns: A future of `(a, b, c)`'s values. It fails with the first failure (by time),
     ///   leaving the other inputs alone. Cancelling it cancels every input still pending.
+    @inlinable
     public static func zip<A: Sendable, B: Sendable, C: Sendable>(
         _ a: Future<A>, _ b: Future<B>, _ c: Future<C>
     ) -> Future<Value> where Value == (A, B, C) {
@@ -66,6 +70,7 @@ extension Future {
     ///   - d: The fourth input.
     /// - Returns: A future of `(a, b, c, d)`'s values. It fails with the first failure (by
     ///   time), leaving the other inputs alone. Cancelling it cancels every input still pending.
+    @inlinable
     public static func zip<A: Sendable, B: Sendable, C: Sendable, D: Sendable>(
         _ a: Future<A>, _ b: Future<B>, _ c: Future<C>, _ d: Future<D>
     ) -> Future<Value> where Value == (A, B, C, D) {
@@ -95,6 +100,7 @@ extension Future {
     ///   - e: The fifth input.
     /// - Returns: A future of `(a, b, c, d, e)`'s values. It fails with the first failure (by
     ///   time), leaving the other inputs alone. Cancelling it cancels every input still pending.
+    @inlinable
     public static func zip<A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable>(
         _ a: Future<A>, _ b: Future<B>, _ c: Future<C>, _ d: Future<D>, _ e: Future<E>
     ) -> Future<Value> where Value == (A, B, C, D, E) {
@@ -110,6 +116,7 @@ extension Future {
 }
 
 /// One input's value in a `zip` (unused positions are `Never`).
+@usableFromInline
 internal enum _ZipElement<A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable>: Sendable {
     case a(A)
     case b(B)
