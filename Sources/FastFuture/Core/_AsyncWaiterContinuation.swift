@@ -31,6 +31,10 @@
             }
         }
 
+        func resume(returning value: Value) {
+            resume(with: .success(value))
+        }
+
         func resume(throwing error: any Error) {
             resume(with: .failure(error))
         }
