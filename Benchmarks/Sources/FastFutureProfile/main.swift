@@ -465,6 +465,7 @@ let usage =
     + " | FastFutureProfile S7 <lockFree|locked|semaphores> [iterations of 1,000 round trips]"
     + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
+    + " | FastFutureProfile <awaitLate|runOn|task|zip3|cascade> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
@@ -514,6 +515,9 @@ case ("all", _): all(variant, iterations)
 case ("fanIn", "tasks"), ("firstOf", "tasks"), ("timeout", "tasks"), ("chain10", "tasks"), ("late", "tasks"):
     let modes = ["fanIn": fanIn, "firstOf": firstOf, "timeout": timeoutRace, "chain10": chain10, "late": lateConsumers]
     modes[arguments[1]]!(nil, iterations)
+case ("awaitLate", "nio"), ("runOn", "nio"), ("task", "nio"), ("zip3", "nio"), ("cascade", "nio"): fail(usage)
+case ("awaitLate", _), ("runOn", _), ("task", _), ("zip3", _), ("cascade", _):
+    entryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
 case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
     fail(usage)
 case ("fanIn", _): fanIn(variant, iterations)
