@@ -52,7 +52,7 @@ extension _Registration {
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
         guard let source else { return }
-        registration.run(with: Future<Source>._completedResult(ofUnretained: source), node: nil)
+        Future<Source>._withCompletedResult(ofUnretained: source) { registration.run(with: $0, node: nil) }
     }
 }
 
@@ -74,7 +74,7 @@ extension _Registration {
             _exploreRead(node._slot)
             let registration = node._slot.assumingMemoryBound(to: Self.self).move()
             guard let future else { return }
-            registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+            Future<Source>._withCompletedResult(ofUnretained: future) { registration.run(with: $0, node: node) }
         }
     }
 }

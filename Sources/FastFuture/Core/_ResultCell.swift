@@ -92,6 +92,31 @@ extension Future {
         return _completedResult(state: ff_atomic_word_load_settled(state), in: cell)
     }
 
+    /// Calls `body` with the result of the complete future at `future` (unretained: the caller
+    /// holds it), as `_completedResult(ofUnretained:)` reads it - with one call for a success and
+    /// one for a failure, so that each `Result` is built, and destroyed after the call, where its
+    /// case is known: no test of the case to destroy it (none at all for a trivial value). For
+    /// the fire functions, where `body` is a registration's run.
+    @inlinable @inline(__always)
+    internal static func _withCompletedResult(
+        ofUnretained future: UnsafeRawPointer, _ body: (Result<Value, any Error>) -> Void
+    ) {
+        let stored = UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize)
+        let cell = stored + _resultCellOffset
+        #if FF_EXPLORE
+            // As in `_completedResult(ofUnretained:)`.
+            _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), cell, 0)
+        #endif
+        let state = ff_atomic_word_load_settled(
+            (stored + _Layout.futureWordsOffset).assumingMemoryBound(to: ff_atomic_word.self))
+        assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
+        if _fastPath(state < _ResultWord.firstFailure) {
+            body(.success(cell.assumingMemoryBound(to: Value.self).pointee))
+        } else {
+            body(.failure(_ResultWord.error(in: state)))
+        }
+    }
+
     /// The result that `state`, a complete future's state word, and its cell hold.
     @inlinable @inline(__always)
     internal static func _completedResult(state: UInt, in cell: UnsafeMutableRawPointer) -> Result<Value, any Error> {
