@@ -119,6 +119,10 @@ extension Future {
             case .completed:
                 // Complete: run it now, unless it must queue behind the running callback (in a node).
                 if _Trampoline.runIfIdle({ registration.run(with: _completedResult, node: nil) }) { return }
+                // The push refuses the complete word, and the node is queued. Loaded, not left
+                // `nil`: every way here has a word then, and the optimizer drops the push's test
+                // of the optional (measured, S4: 3 instructions per pending callback).
+                stateSeen = core.loadState()
             }
         }
         // One call site, so that the node's initialization is inlined once.
