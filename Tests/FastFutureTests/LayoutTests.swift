@@ -17,10 +17,10 @@ import Testing
         // generic one (a larger registration: a callback that hops to a stored executor).
         let nodes: [_CallbackNode] = [
             _Forward._makeNode(_Forward(derived: future)),
-            _Callback<Int, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+            _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
         ]
         #expect(nodes[0] is _SlotNode)
-        #expect(nodes[1] is _Node<_Callback<Int, WideExecutor>>)
+        #expect(nodes[1] is _Node<_Callback<_WhenComplete<Int>, WideExecutor>>)
         for node in nodes {
             let raw = Unmanaged.passUnretained(node).toOpaque()
             let storedProperties = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(node))
@@ -155,8 +155,10 @@ import Testing
             addresses.append(("Future<LargeValue>", UInt(bitPattern: large._core.embeddedNode)))
             let nodes: [_CallbackNode] = [
                 _Forward._makeNode(_Forward(derived: small)),
-                _Callback<Int, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
-                _Callback<LargeValue, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+                _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(
+                    _Callback(.complete({ _ in }), on: WideExecutor())),
+                _Callback<_WhenComplete<LargeValue>, WideExecutor>._makeNode(
+                    _Callback(.complete({ _ in }), on: WideExecutor())),
             ]
             for node in nodes {
                 let address = UInt(bitPattern: Unmanaged.passUnretained(node).toOpaque())
@@ -174,15 +176,17 @@ import Testing
     @Test("The common registrations fit in the embedded slot", arguments: FutureVariant.allCases)
     func commonKindsFit(variant: FutureVariant) {
         typealias Sink = _Aggregator<Int, [Int]>
-        #expect(_Callback<Int, InlineExecutor>._embeddable && _Callback<Int, InlineExecutor>._fitsInSlot)
-        #expect(_Callback<String, InlineExecutor>._fitsInSlot)
+        #expect(
+            _Callback<_WhenComplete<Int>, InlineExecutor>._embeddable
+                && _Callback<_WhenComplete<Int>, InlineExecutor>._fitsInSlot)
+        #expect(_Callback<_WhenComplete<String>, InlineExecutor>._fitsInSlot)
         #expect(_Step<_MapBody<Int, String>, InlineExecutor>._embeddable)
         #expect(_Step<_MapBody<Int, String>, InlineExecutor>._fitsInSlot)
         #expect(_Step<_FlatMapBody<Int, String>, InlineExecutor>._fitsInSlot)
         #expect(_Forward<Int>._embeddable && _Forward<Int>._fitsInSlot)
         #expect(_Input<Sink>._embeddable && _Input<Sink>._fitsInSlot)
         // Registrations that hop to another executor, and cancel handlers, take a node.
-        #expect(!_Callback<Int, CountingExecutor>._embeddable)
+        #expect(!_Callback<_WhenComplete<Int>, CountingExecutor>._embeddable)
         #expect(!_OnCancel<Int>._embeddable && _OnCancel<Int>._isCancelHandler)
         // And the first `.inline` callback on a pending future really lands in the embedded slot.
         let promise = Promise<Int>(variant: variant)

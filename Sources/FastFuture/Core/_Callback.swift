@@ -1,27 +1,90 @@
 // MARK: - Callbacks
 
+/// What a `whenComplete`/`whenSuccess`/`whenFailure` callback does with the result: one type per
+/// kind, so that a registration holds just the user's closure - no tag to store, switch on and
+/// destroy with it (see `_WhenComplete`, `_WhenSuccess`, `_WhenFailure`).
+@usableFromInline
+internal protocol _CallbackBody: Sendable {
+    associatedtype Value: Sendable
+
+    /// Calls the body if it takes this result (`whenSuccess` bodies skip failures, and so on).
+    func callAsFunction(_ result: Result<Value, any Error>)
+}
+
+/// A `whenComplete` body: takes every result.
+@usableFromInline
+internal struct _WhenComplete<Value: Sendable>: _CallbackBody {
+    @usableFromInline let body: @Sendable (Result<Value, any Error>) -> Void
+
+    @inlinable
+    init(_ body: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        self.body = body
+    }
+
+    @inlinable
+    func callAsFunction(_ result: Result<Value, any Error>) {
+        body(result)
+    }
+}
+
+/// A `whenSuccess` body: takes the value, skips failures.
+@usableFromInline
+internal struct _WhenSuccess<Value: Sendable>: _CallbackBody {
+    @usableFromInline let body: @Sendable (Value) -> Void
+
+    @inlinable
+    init(_ body: @escaping @Sendable (Value) -> Void) {
+        self.body = body
+    }
+
+    @inlinable
+    func callAsFunction(_ result: Result<Value, any Error>) {
+        if case .success(let value) = result { body(value) }
+    }
+}
+
+/// A `whenFailure` body: takes the error, skips successes.
+@usableFromInline
+internal struct _WhenFailure<Value: Sendable>: _CallbackBody {
+    @usableFromInline let body: @Sendable (any Error) -> Void
+
+    @inlinable
+    init(_ body: @escaping @Sendable (any Error) -> Void) {
+        self.body = body
+    }
+
+    @inlinable
+    func callAsFunction(_ result: Result<Value, any Error>) {
+        if case .failure(let error) = result { body(error) }
+    }
+}
+
+extension _CallbackBody {
+    /// A `whenComplete` body (`_Callback(.complete(body), on: executor)`).
+    @inlinable
+    static func complete<V>(_ body: @escaping @Sendable (Result<V, any Error>) -> Void) -> _WhenComplete<V>
+    where Self == _WhenComplete<V> {
+        _WhenComplete(body)
+    }
+
+    /// A `whenSuccess` body.
+    @inlinable
+    static func success<V>(_ body: @escaping @Sendable (V) -> Void) -> _WhenSuccess<V> where Self == _WhenSuccess<V> {
+        _WhenSuccess(body)
+    }
+
+    /// A `whenFailure` body.
+    @inlinable
+    static func failure<V>(_ body: @escaping @Sendable (any Error) -> Void) -> _WhenFailure<V>
+    where Self == _WhenFailure<V> {
+        _WhenFailure(body)
+    }
+}
+
 /// A `whenComplete`/`whenSuccess`/`whenFailure` registration: the body and where it runs.
 @usableFromInline
-internal struct _Callback<Value: Sendable, Executor: FutureExecutor>: _Registration {
-    @usableFromInline
-    enum Body: Sendable {
-        case complete(@Sendable (Result<Value, any Error>) -> Void)
-        case success(@Sendable (Value) -> Void)
-        case failure(@Sendable (any Error) -> Void)
-
-        /// Calls the body if it takes this result (`whenSuccess` bodies skip failures, and so on).
-        @inlinable
-        func callAsFunction(_ result: Result<Value, any Error>) {
-            switch self {
-            case .complete(let body):
-                body(result)
-            case .success(let body):
-                if case .success(let value) = result { body(value) }
-            case .failure(let body):
-                if case .failure(let error) = result { body(error) }
-            }
-        }
-    }
+internal struct _Callback<Body: _CallbackBody, Executor: FutureExecutor>: _Registration {
+    @usableFromInline typealias Source = Body.Value
 
     @usableFromInline let body: Body
     @usableFromInline let executor: Executor
@@ -36,7 +99,7 @@ internal struct _Callback<Value: Sendable, Executor: FutureExecutor>: _Registrat
     static var _embeddable: Bool { Executor.self == InlineExecutor.self }
 
     @inlinable
-    func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
+    func run(with result: Result<Source, any Error>, node: _CallbackNode?) {
         if Executor.self == InlineExecutor.self {
             // Inline: call straight through; no escaping closure, so no allocation.
             body(result)

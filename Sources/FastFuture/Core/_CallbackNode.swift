@@ -181,6 +181,9 @@ internal class _CallbackNode: @unchecked Sendable {
         let embeddedNode = core.embeddedNode
         // Unretained: the caller holds `future` for the call.
         let source = UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque())
+        // The interest of the nodes this run releases unrun: cancel handlers', unless the future
+        // was cancelled - then none (no node's interest is `UInt8.max`). One compare per node.
+        let skipped = cancelled ? UInt8.max : _Interest.cancelHandler
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)
@@ -192,7 +195,7 @@ internal class _CallbackNode: @unchecked Sendable {
                 continue
             }
             let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
-            if !node._isCancelHandler || cancelled {
+            if node._interest != skipped {
                 node._fire(source)
             }
         }

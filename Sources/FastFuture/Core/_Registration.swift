@@ -52,7 +52,7 @@ extension _Registration {
     static func _fireFromSlot(_ slot: UnsafeMutableRawPointer, _ source: UnsafeRawPointer?) {
         let registration = slot.assumingMemoryBound(to: Self.self).move()
         guard let source else { return }
-        registration.run(with: Future<Source>._completedResult(ofUnretained: source), node: nil)
+        Future<Source>._withCompletedResult(ofUnretained: source) { registration.run(with: $0, node: nil) }
     }
 }
 
@@ -74,7 +74,7 @@ extension _Registration {
             _exploreRead(node._slot)
             let registration = node._slot.assumingMemoryBound(to: Self.self).move()
             guard let future else { return }
-            registration.run(with: Future<Source>._completedResult(ofUnretained: future), node: node)
+            Future<Source>._withCompletedResult(ofUnretained: future) { registration.run(with: $0, node: node) }
         }
     }
 }
@@ -119,6 +119,10 @@ extension Future {
             case .completed:
                 // Complete: run it now, unless it must queue behind the running callback (in a node).
                 if _Trampoline.runIfIdle({ registration.run(with: _completedResult, node: nil) }) { return }
+                // The push refuses the complete word, and the node is queued. Loaded, not left
+                // `nil`: every way here has a word then, and the optimizer drops the push's test
+                // of the optional (measured, S4: 3 instructions per pending callback).
+                stateSeen = core.loadState()
             }
         }
         // One call site, so that the node's initialization is inlined once.

@@ -80,6 +80,17 @@ extension Future {
     /// without touching its reference count.
     @inlinable @inline(__always)
     internal static func _completedResult(ofUnretained future: UnsafeRawPointer) -> Result<Value, any Error> {
+        let (state, cell) = _settledStateAndCell(ofUnretained: future)
+        return _completedResult(state: state, in: cell)
+    }
+
+    /// The settled state word and the result cell of the complete future at `future`
+    /// (unretained: the caller holds it): what `_completedResult(ofUnretained:)` and
+    /// `_withCompletedResult` read the result from.
+    @inlinable @inline(__always)
+    internal static func _settledStateAndCell(
+        ofUnretained future: UnsafeRawPointer
+    ) -> (state: UInt, cell: UnsafeMutableRawPointer) {
         let stored = UnsafeMutableRawPointer(mutating: future + _Layout.objectHeaderSize)
         let cell = stored + _resultCellOffset
         #if FF_EXPLORE
@@ -89,7 +100,25 @@ extension Future {
             _ = ff_explore_point(Int32(FF_EXPLORE_DATA_READ), cell, 0)
         #endif
         let state = (stored + _Layout.futureWordsOffset).assumingMemoryBound(to: ff_atomic_word.self)
-        return _completedResult(state: ff_atomic_word_load_settled(state), in: cell)
+        return (ff_atomic_word_load_settled(state), cell)
+    }
+
+    /// Calls `body` with the result of the complete future at `future` (unretained: the caller
+    /// holds it), as `_completedResult(ofUnretained:)` reads it - with one call for a success and
+    /// one for a failure, so that each `Result` is built, and destroyed after the call, where its
+    /// case is known: no test of the case to destroy it (none at all for a trivial value). For
+    /// the fire functions, where `body` is a registration's run.
+    @inlinable @inline(__always)
+    internal static func _withCompletedResult(
+        ofUnretained future: UnsafeRawPointer, _ body: (Result<Value, any Error>) -> Void
+    ) {
+        let (state, cell) = _settledStateAndCell(ofUnretained: future)
+        assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
+        if _fastPath(state < _ResultWord.firstFailure) {
+            body(.success(cell.assumingMemoryBound(to: Value.self).pointee))
+        } else {
+            body(.failure(_ResultWord.error(in: state)))
+        }
     }
 
     /// The result that `state`, a complete future's state word, and its cell hold.

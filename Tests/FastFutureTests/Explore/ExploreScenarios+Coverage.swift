@@ -28,11 +28,14 @@
             let hops = ExploreHops()
             run.watch(future, "future")
             log.expect(
-                _Callback<ExplorePayload, ExploreSyncExecutor>._fitsInSlot,
+                _Callback<_WhenComplete<ExplorePayload>, ExploreSyncExecutor>._fitsInSlot,
                 "the zero-size executor's callback is not in a slot node")
             log.expect(
-                !_Callback<ExplorePayload, ExploreWideExecutor>._fitsInSlot, "the wide executor's callback fits a slot")
-            log.expect(!_Callback<ExplorePayload, ExploreHopExecutor>._fitsInSlot, "the hop's callback fits a slot")
+                !_Callback<_WhenComplete<ExplorePayload>, ExploreWideExecutor>._fitsInSlot,
+                "the wide executor's callback fits a slot")
+            log.expect(
+                !_Callback<_WhenComplete<ExplorePayload>, ExploreHopExecutor>._fitsInSlot,
+                "the hop's callback fits a slot")
             run.threads = [
                 {
                     future.whenComplete(on: ExploreSyncExecutor()) { log.event("sync:\($0.payloadID ?? -1)") }
