@@ -75,6 +75,7 @@ extension Future {
     ///   task-local values. The task starts directly on `body`'s actor (no extra hop), as
     ///   `Task.init` does; it costs what `Task { }` costs plus the future and the cancel
     ///   handler's node.
+    @inlinable  // specialized in the caller: no generic metadata looked up per call
     public static func task(
         priority: TaskPriority? = nil,
         variant: FutureVariant = .lockFree,
@@ -102,17 +103,21 @@ extension Future {
         return future
     }
 
-    private typealias _TaskBody = @isolated(any) () async throws -> Value
-    private typealias _IsolatedTaskStarter = (
+    @usableFromInline
+    internal typealias _TaskBody = @isolated(any) () async throws -> Value
+    @usableFromInline
+    internal typealias _IsolatedTaskStarter = (
         isolated (any Actor)?, TaskPriority?, Future<Value>, sending @escaping _TaskBody
     ) -> Task<Void, Never>
-    private typealias _TaskStarter = (
+    @usableFromInline
+    internal typealias _TaskStarter = (
         (any Actor)?, TaskPriority?, Future<Value>, sending @escaping _TaskBody
     ) -> Task<Void, Never>
 
     /// Starts the task of ``task(priority:variant:_:)``, isolated to `isolation` (`body`'s
     /// own). Touches no isolated state: `task` calls it, through a cast, from any context.
-    private static func _startTask(
+    @usableFromInline
+    internal static func _startTask(
         _ isolation: isolated (any Actor)?,
         _ priority: TaskPriority?,
         _ future: Future<Value>,
@@ -120,21 +125,21 @@ extension Future {
     ) -> Task<Void, Never> {
         Task(priority: priority) {
             _ = isolation  // captured: the operation is isolated to it
-            let result: Result<Value, any Error>
+            // The value or the error, each stored apart: this operation is compiled once, for
+            // every `Value`, and a `Result<Value, any Error>` would be looked up at run time.
+            // Either loses, and is ignored, if the future was cancelled first.
             do {
                 // `body` is isolated to `isolation`, where this runs: no hop.
-                result = .success(try await body())
+                future._complete(value: try await body())
             } catch {
-                result = .failure(error)
+                future._complete(error: error)
             }
-            // Loses, and is ignored, if the future was cancelled first.
-            future._complete(result)
         }
     }
 }
 
 /// The isolation of `body` (`nil`: nonisolated).
-@inline(__always)
-private func _isolation<T>(of body: @isolated(any) () async throws -> T) -> (any Actor)? {
+@inlinable @inline(__always)
+internal func _isolation<T>(of body: @isolated(any) () async throws -> T) -> (any Actor)? {
     body.isolation
 }

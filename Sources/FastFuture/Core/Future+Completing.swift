@@ -49,6 +49,22 @@ extension Future {
         return .won
     }
 
+    /// `_complete(.success(value))` and `_complete(.failure(error))` without a `Result<Value, _>`
+    /// (see `_publishStored`): for code the library compiles unspecialized (`Future.task`'s
+    /// operation), where making one looks up its metadata at run time.
+    @inlinable @inline(__always)
+    internal func _complete(value: Value) {
+        guard case .won = _core.claim(byCancel: false) else { return }
+        _publishStored(byCancel: false, result: _storeValue(value))
+    }
+
+    /// See `_complete(value:)`.
+    @inlinable @inline(__always)
+    internal func _complete(error: any Error) {
+        guard case .won = _core.claim(byCancel: false) else { return }
+        _publishStored(byCancel: false, result: _storeError(error))
+    }
+
     /// The rest of `_complete`, once the claim is won (by `_complete`, or by a withdrawal:
     /// `_withdraw`): writes the result, publishes, wakes the waiters, forwards a cancellation,
     /// runs the callbacks.
