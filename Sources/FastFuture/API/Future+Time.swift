@@ -33,6 +33,7 @@ extension Future {
     ///   completes. When time runs out, this future's `onCancel` handlers and `.inline`
     ///   callbacks and those of the returned future run on a FastFuture timer thread (a slow one
     ///   holds that thread only: other timers fire on others). See <doc:Time>.
+    @inlinable
     public func timeout(after duration: Duration) -> Future<Value> {
         _timeout(after: duration) { delay, fire in _TimerEntry(after: delay, fire) }
     }

@@ -1,8 +1,12 @@
 // MARK: - Timeout
 
 extension Future {
-    /// `timeout`'s body, for any kind of timer.
-    @inline(__always)
+    /// `timeout`'s body, for any kind of timer. Inlined into `timeout(after:)`, which is
+    /// `@inlinable`: a client's call is specialized for its `Value`, so the met timeout's path
+    /// (the derived future, the watch's registration and run, the completion) looks up no
+    /// generic metadata. What is rare stays out of line: no timer (`_timeoutWithoutTimer`) and
+    /// the timer firing (`_timeoutFired`).
+    @inlinable @inline(__always)
     internal func _timeout<Timer: _Timer>(
         after duration: Duration,
         _ makeTimer: (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Timer
@@ -10,6 +14,24 @@ extension Future {
         if let result = peek() {
             return Future(_variant: variant, result: result)
         }
+        guard duration._needsTimer else { return _timeoutWithoutTimer(after: duration) }
+        // The derived future holds this one as its upstream: cancelling it cancels this one,
+        // and the reference is dropped as soon as it completes.
+        let derived = Future(_variant: variant, result: nil, upstream: self)
+        // The timer strongly holds both futures until it fires or is cancelled, so that the
+        // returned future times out even when nobody else references either of them.
+        let timer = makeTimer(duration) { [self] in self._timeoutFired(derived) }
+        timer.start()
+        // Registered after the timer started: if this future is already complete by now, the
+        // callback cancels the timer (a cancel that never comes would leave it to fire).
+        _register(_TimeoutWatch(derived: derived, timer: timer))
+        return derived
+    }
+
+    /// `timeout` on a pending future without a timer: `duration` is zero or negative (time
+    /// has run out already) or never comes.
+    @usableFromInline @inline(never)
+    internal func _timeoutWithoutTimer(after duration: Duration) -> Future<Value> {
         guard duration > .zero else {
             // Cancel first, and run what that starts (urgently: not the work queued before);
             // a source that completed meanwhile was in time.
@@ -32,24 +54,15 @@ extension Future {
             _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
             return derived
         }
-        // The derived future holds this one as its upstream: cancelling it cancels this one,
-        // and the reference is dropped as soon as it completes.
+        // Never times out: the derived future only forwards the result (and its cancellation,
+        // through its upstream).
         let derived = Future(_variant: variant, result: nil, upstream: self)
-        guard !duration._isNever else {
-            _register(_Forward(derived: derived))
-            return derived
-        }
-        // The timer strongly holds both futures until it fires or is cancelled, so that the
-        // returned future times out even when nobody else references either of them.
-        let timer = makeTimer(duration) { [self] in self._timeoutFired(derived) }
-        timer.start()
-        // Registered after the timer started: if this future is already complete by now, the
-        // callback cancels the timer (a cancel that never comes would leave it to fire).
-        _register(_TimeoutWatch(derived: derived, timer: timer))
+        _register(_Forward(derived: derived))
         return derived
     }
 
     /// Time ran out for `timeout`'s source (`self`): cancel it, then fail `derived`.
+    @usableFromInline
     internal func _timeoutFired(_ derived: Future<Value>) {
         // A source that completed in time is not late, even if its completer has not reached
         // the callback registered by `timeout` yet (it may be running slow callbacks before it).
@@ -142,21 +155,26 @@ internal final class _TimeoutExpiry<Value: Sendable>: _TrampolineStep {
 /// is wanted through it while that future is unclaimed - so cancelling the timeout's future
 /// forwards the cancellation as any derived future does, and when time runs out the timeout
 /// gives up on its source excluding this registration (`_withdraw(excluding: derived)`).
+@usableFromInline
 internal struct _TimeoutWatch<Value: Sendable, Timer: _Timer>: _Registration {
     /// First: the future a withdrawal's scan reads (`_Interest.derivedRunning`).
-    let derived: Future<Value>
-    let timer: Timer
+    @usableFromInline let derived: Future<Value>
+    @usableFromInline let timer: Timer
 
+    @inlinable
     init(derived: Future<Value>, timer: Timer) {
         self.derived = derived
         self.timer = timer
     }
 
+    @inlinable
     static var _embeddable: Bool { true }
 
     /// `derivedRunning`: once `derived` is claimed it still stops the timer.
+    @inlinable
     static var _interest: UInt8 { _Interest.derivedRunning }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         // Whoever stops the timer delivers the result: this if it cancelled the timer in time;
         // otherwise the timer has fired, and `_timeoutFired` delivers (this may be the

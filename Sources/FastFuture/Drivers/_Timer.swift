@@ -4,6 +4,7 @@
 ///     created ──start()──▶ armed ──deadline──▶ fired (the closure runs once)
 ///        │                   │
 ///        └──── cancel() ─────┴──▶ cancelled (the closure is released at once, never runs)
+@usableFromInline
 internal protocol _Timer: _Cancellable, Sendable {
     /// Arms the timer. Call at most once; a no-op after `cancel()` or when it never comes.
     func start()
@@ -15,24 +16,36 @@ internal protocol _Timer: _Cancellable, Sendable {
 }
 
 extension Duration {
-    /// Whether a timer of this duration never fires (see `_timerNanoseconds`).
-    internal var _isNever: Bool { _timerNanoseconds == nil }
+    /// Whether a timer of this duration never fires (see `_timerNanoseconds`): one compare.
+    @inlinable
+    internal var _isNever: Bool { self >= Self._never }
+
+    /// Whether `timeout` needs a timer for this duration: it is positive and comes.
+    @inlinable
+    internal var _needsTimer: Bool { self > .zero && !_isNever }
 }
 
 extension Duration {
     /// Durations of this many nanoseconds (about 146 years) or more never come: timers with
     /// them are never due.
+    @usableFromInline
     internal static var _neverNanoseconds: UInt64 { 1 << 62 }
 
+    /// The shortest duration that never comes: `_neverNanoseconds`' whole seconds (a fraction of
+    /// a second shorter, so that the longest that comes is a whole number of nanoseconds under
+    /// it). Stored: computing it is 128-bit arithmetic.
+    @usableFromInline
+    internal static let _never = Duration.seconds(Int64(_neverNanoseconds / 1_000_000_000))
+
     /// The duration in nanoseconds for a timer: zero for zero or negative durations, `nil` for
-    /// durations of ``_neverNanoseconds`` or more (never due), else rounded up to a nanosecond.
+    /// durations that never come (`_never` or more), else rounded up to a nanosecond.
     internal var _timerNanoseconds: UInt64? {
         guard self > .zero else { return 0 }
-        // Compared before `components`, which traps for durations beyond Int64.max seconds.
-        guard self < .nanoseconds(Int64(Self._neverNanoseconds)) else { return nil }
+        // Checked before `components`, which traps for durations beyond Int64.max seconds.
+        guard !_isNever else { return nil }
+        // Under 4,611,686,018 seconds: at most 4,611,686,018,000,000,000 nanoseconds, rounded
+        // up - under `_neverNanoseconds`.
         let (seconds, attoseconds) = components
-        guard seconds < Int64(Self._neverNanoseconds / 1_000_000_000) else { return nil }
-        let nanoseconds = UInt64(seconds) * 1_000_000_000 + UInt64((attoseconds + 999_999_999) / 1_000_000_000)
-        return nanoseconds < Self._neverNanoseconds ? nanoseconds : nil
+        return UInt64(seconds) * 1_000_000_000 + UInt64((attoseconds + 999_999_999) / 1_000_000_000)
     }
 }

@@ -1,0 +1,52 @@
+@testable import FastFuture
+import Testing
+
+/// How a timer reads a duration: nanoseconds rounded up, zero for "now", `nil` for "never" -
+/// and the one-compare checks (`_isNever`, `_needsTimer`) that `timeout` uses before it makes a
+/// timer agree with it at every boundary.
+@Suite
+struct TimerDurationTests {
+    /// The shortest duration that never comes: 4,611,686,018 s, the whole seconds of 2^62 ns.
+    private static let never = Duration.seconds(4_611_686_018)
+
+    @Test func nanosecondsAreRoundedUp() {
+        #expect(Duration.nanoseconds(1)._timerNanoseconds == 1)
+        #expect(Duration(secondsComponent: 0, attosecondsComponent: 1)._timerNanoseconds == 1)
+        #expect(Duration(secondsComponent: 0, attosecondsComponent: 1_500_000_000)._timerNanoseconds == 2)
+        #expect(Duration.seconds(60)._timerNanoseconds == 60_000_000_000)
+        #expect((Duration.seconds(3) + .nanoseconds(7))._timerNanoseconds == 3_000_000_007)
+    }
+
+    @Test func zeroAndNegativeAreNowAndNeedNoTimer() {
+        for duration in [Duration.zero, .nanoseconds(-1), .seconds(-5), .seconds(Int64.min)] {
+            #expect(duration._timerNanoseconds == 0)
+            #expect(!duration._isNever)
+            #expect(!duration._needsTimer)
+        }
+    }
+
+    @Test func theLastNanosecondBeforeTheWholeSecondsComes() {
+        let last = Self.never - .nanoseconds(1)
+        #expect(last._timerNanoseconds == 4_611_686_017_999_999_999)
+        #expect(!last._isNever)
+        #expect(last._needsTimer)
+        // Every nanosecond count that comes is under 2^62.
+        #expect(last._timerNanoseconds! < Duration._neverNanoseconds)
+        // A fraction of a nanosecond more rounds up to the whole seconds, and still comes.
+        let fraction = last + Duration(secondsComponent: 0, attosecondsComponent: 1)
+        #expect(fraction._timerNanoseconds == 4_611_686_018_000_000_000)
+        #expect(!fraction._isNever)
+    }
+
+    @Test func theWholeSecondsOfTwoToTheSixtySecondNanosecondsAndMoreNeverCome() {
+        let durations: [Duration] = [
+            Self.never, Self.never + .nanoseconds(1), .nanoseconds(Int64(Duration._neverNanoseconds)),
+            .nanoseconds(Int64(Duration._neverNanoseconds) + 1), .seconds(Int64.max), .seconds(Int64.max) * 4,
+        ]
+        for duration in durations {
+            #expect(duration._timerNanoseconds == nil)
+            #expect(duration._isNever)
+            #expect(!duration._needsTimer)
+        }
+    }
+}
