@@ -70,6 +70,10 @@ struct ZipSharedInputsTests {
         #expect(throws: TestFailure(4)) { try zipped.peek()?.get() }
         #expect(!a.future.isComplete)
         #expect(!c.future.isComplete)
+        // Completed, not dropped pending (a pending input and its zip step hold each other).
+        a.succeed(1)
+        c.succeed(3)
+        #expect(throws: TestFailure(4)) { try zipped.peek()?.get() }
     }
 
     @Test(
@@ -84,6 +88,9 @@ struct ZipSharedInputsTests {
         #expect(Self.isCancelled(zipped))
         #expect(!a.future.isComplete)
         #expect(!c.future.isComplete)
+        a.succeed(1)
+        c.succeed(3)
+        #expect(Self.isCancelled(zipped))
     }
 
     @Test("The same future given to a zip of 3 twice fills both places", arguments: FutureVariant.allCases)
