@@ -31,7 +31,11 @@ extension Future {
         let sent = _SentOnce(body)
         executor.execute {
             // Taken once: an executor that (wrongly) runs the work twice cannot run the body twice.
-            guard let body = sent.take() else { return }
+            // The body's captures go with the taken copy, at the latest when this work returns,
+            // even if the executor keeps the work item. (The placeholder captures nothing: no
+            // allocation; it never runs.)
+            guard let body = sent.take(leaving: { fatalError("FastFuture internal error: a taken body ran") })
+            else { return }
             // Cancelled while queued: skip the work.
             guard !future.isComplete else { return }
             future._complete(Result(catching: body))
