@@ -9,21 +9,29 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct AwaitWokenValueKindsTests {
     /// Awaits `promise`'s future from a task; another thread completes it with `result` once
-    /// the await has suspended (its waiter is installed). Returns what the await got.
+    /// the await has suspended (its waiter is installed). Returns what the await got, once the
+    /// thread has let go of the promise, the future and the result (so that a test can count
+    /// the value's deinit: the await is resumed inside `complete`, before the thread is done).
     static func awaitWoken<V: Sendable>(
         _ promise: Promise<V>, completingWith result: sending Result<V, any Error>
     ) async -> Result<V, any Error> {
-        let future = promise.future
-        let waiting = Task { try await future.value }
-        let completion = LockedBox<Result<V, any Error>?>(result)
+        let waiting = Task { [future = promise.future] in try await future.value }
+        let handOff = LockedBox<(Promise<V>, Result<V, any Error>)?>((promise, result))
+        let released = AtomicCount()
         // A thread of its own: a spinning block on a pool could hold the thread the awaiting
         // task needs to suspend.
         Thread.detachNewThread {
-            TestThreads.spin(until: { future._waiterCounts.occupied == 1 })
-            let result = completion.withLock { $0.take() }!
-            promise.complete(result)
+            do {
+                let (promise, result) = handOff.withLock { $0! }
+                TestThreads.spin(until: { promise.future._waiterCounts.occupied == 1 })
+                handOff.withLock { $0 = nil }
+                promise.complete(result)
+            }  // the thread's references go here
+            released.increment()
         }
-        return await waiting.result
+        let outcome = await waiting.result
+        while released.load() == 0 { await Task.yield() }
+        return outcome
     }
 
     final class ClassError: Error, Sendable {
