@@ -362,9 +362,13 @@ internal enum _WaiterList {
         return false
     }
 
-    /// For tests: how many slots the list has, and how many hold a waiter (relaxed loads: a
-    /// snapshot, exact only while nobody waits or gives up concurrently).
+    /// For tests: how many slots the list has, and how many hold a waiter (a snapshot, exact
+    /// only while nobody waits or gives up concurrently). On `.locked` futures the walk holds the
+    /// mutex, under which the words change: a segment appended under it is read after its
+    /// initialization (without it, a poll racing the append read a slot as it was being written).
     static func counts(core: _FutureCore) -> (capacity: Int, occupied: Int) {
+        core.mutex?.lock()
+        defer { core.mutex?.unlock() }
         var word = ff_atomic_word_load_seq_cst(core.waiters)
         if word & loneTag != 0 { return (1, 1) }
         var capacity = 0
