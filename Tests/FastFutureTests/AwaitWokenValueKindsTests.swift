@@ -12,10 +12,19 @@ struct AwaitWokenValueKindsTests {
     /// the await has suspended (its waiter is installed). Returns what the await got, once the
     /// thread has let go of the promise, the future and the result (so that a test can count
     /// the value's deinit: the await is resumed inside `complete`, before the thread is done).
+    ///
+    /// The task hands what it got over in a box, not as its own result: a task keeps its result
+    /// until the task object goes, and the thread that ran it may still hold the task for a
+    /// moment after `await task.result` returns - a copy of the value no test could count on.
     static func awaitWoken<V: Sendable>(
         _ promise: Promise<V>, completingWith result: sending Result<V, any Error>
     ) async -> Result<V, any Error> {
-        let waiting = Task { [future = promise.future] in try await future.value }
+        let got = LockedBox<Result<V, any Error>?>(nil)
+        let waiting = Task { [future = promise.future] in
+            let outcome: Result<V, any Error>
+            do { outcome = .success(try await future.value) } catch { outcome = .failure(error) }
+            got.withLock { $0 = outcome }
+        }
         let handOff = LockedBox<(Promise<V>, Result<V, any Error>)?>((promise, result))
         let released = AtomicCount()
         // A thread of its own: a spinning block on a pool could hold the thread the awaiting
@@ -29,9 +38,12 @@ struct AwaitWokenValueKindsTests {
             }  // the thread's references go here
             released.increment()
         }
-        let outcome = await waiting.result
+        await waiting.value
         while released.load() == 0 { await Task.yield() }
-        return outcome
+        return got.withLock { outcome in
+            defer { outcome = nil }
+            return outcome!
+        }
     }
 
     final class ClassError: Error, Sendable {
