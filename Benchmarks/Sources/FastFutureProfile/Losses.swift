@@ -520,6 +520,24 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                 + " pending callbacks (x1000 = count) \(quantiles { ($0.seenIndex < 0 ? perThread : $0.seenIndex) * 1000 }),"
                 + " late half (ns per late callback x1000) \(quantiles { $0.seenIndex < 0 ? 0 : ($0.registered - $0.seenComplete) * 1000 / max(1, perThread - $0.seenIndex) })"
         )
+        // The slow regime (every callback pending) and whether it follows itself: within each
+        // round's 10 consecutive iterations of this kind, how often a slow iteration follows a
+        // slow one and a fast one.
+        let slow = lines[kind].map { $0.seenIndex < 0 }
+        var afterSlow = (slow: 0, all: 0)
+        var afterFast = (slow: 0, all: 0)
+        for index in slow.indices where index % 10 != 0 {
+            if slow[index - 1] {
+                afterSlow.all += 1
+                if slow[index] { afterSlow.slow += 1 }
+            } else {
+                afterFast.all += 1
+                if slow[index] { afterFast.slow += 1 }
+            }
+        }
+        print(
+            "  \(kinds[kind]): slow (all pending) \(slow.filter { $0 }.count) of \(slow.count); after a slow one"
+                + " \(afterSlow.slow) of \(afterSlow.all), after a fast one \(afterFast.slow) of \(afterFast.all)")
     }
 }
 
