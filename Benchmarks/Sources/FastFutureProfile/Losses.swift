@@ -277,12 +277,20 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     var value: Value?
     /// Whether `complete` reads each node's padding (`times S4halves parts|parts2`'s `paddedRead`).
     let readsPadding: Bool
+    /// Dependent multiplies that `complete` adds per node: work added to the completer's share only
+    /// (`times S4halves split`'s `paddedSlow`), to see whether a longer completion alone changes
+    /// how the scheduler runs S4T's completer.
+    let extraRunWork: Int
+    /// Where that work's result goes (written by the completer only, never read).
+    var sink: UInt = 0
 
-    private init(readsPadding: Bool) { self.readsPadding = readsPadding }
+    private init(readsPadding: Bool, extraRunWork: Int) {
+        (self.readsPadding, self.extraRunWork) = (readsPadding, extraRunWork)
+    }
 
     @inline(never)
-    static func make(readsPadding: Bool = false) -> PaddedReferenceFuture {
-        PaddedReferenceFuture(readsPadding: readsPadding)
+    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> PaddedReferenceFuture {
+        PaddedReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
     }
 
     var isComplete: Bool { state.load(ordering: .acquiring) == 1 }
@@ -318,10 +326,19 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
             // The run reads the node's last word, as a `_SlotNode`'s run reads its slot: the same
             // cache lines of the node as FastFuture's (never taken: the padding is zero).
             if readsPadding, node.padding.2 != 0 { consume(node) }
+            if extraRunWork > 0 {
+                // A chain of dependent multiplies (3 cycles each) that the optimizer cannot drop.
+                var word = reversed
+                for _ in 0..<extraRunWork { word = word &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407 }
+                sink ^= word
+            }
             node.callback(value)
         }
     }
 }
+
+/// `paddedSlow`'s extra multiplies per node in the completion (see `extraRunWork`): about 10 ns.
+let paddedSlowWork = 10
 
 /// S4T's shape at T = 1 on one thread, each half apart, for cachegrind and `times S4halves`: per
 /// iteration one future, `Sizes.fanOutCallbacksPerThread / 2` callbacks registered while it is
@@ -437,7 +454,8 @@ final class S4Timeline: @unchecked Sendable {
 }
 
 /// `times S4halves split [rounds] [order]`: S4T at T = 1 for each kind of `order` (comma-separated;
-/// default lockFree,locked,reference,padded; 10 iterations of each kind per round, after one
+/// default lockFree,locked,reference,padded; also paddedSlow, the padded reference with
+/// `paddedSlowWork` added to its completion; 10 iterations of each kind per round, after one
 /// untimed round), per iteration: when the registrant signalled the completer, when the completer
 /// woke and when its completion returned (the pending callbacks run), when the registrant first saw
 /// the future complete (its index then: how many callbacks were pending) and when its loop ended.
@@ -463,14 +481,15 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                 let promise = Promise<Int>(variant: kinds[kind] == "locked" ? .locked : .lockFree)
                 let future = promise.future
                 let reference = ReferenceFuture<Int>.make()
-                let padded = PaddedReferenceFuture<Int>.make()
+                let padded = PaddedReferenceFuture<Int>.make(
+                    extraRunWork: kinds[kind] == "paddedSlow" ? paddedSlowWork : 0)
                 pool.run { worker in
                     if worker == 1 {
                         completeNow.wait()
                         timeline.woke = since(clock.now)
                         switch kinds[kind] {
                         case "reference": reference.complete(worker)
-                        case "padded": padded.complete(worker)
+                        case "padded", "paddedSlow": padded.complete(worker)
                         default: promise.succeed(worker)
                         }
                         timeline.completed = since(clock.now)
@@ -479,7 +498,7 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                     for index in 0..<perThread {
                         switch kinds[kind] {
                         case "reference": reference.whenComplete { value in consume(value) }
-                        case "padded": padded.whenComplete { value in consume(value) }
+                        case "padded", "paddedSlow": padded.whenComplete { value in consume(value) }
                         default: future.whenComplete { result in consume(result) }
                         }
                         if index == perThread / 2 {
@@ -489,7 +508,7 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                             let complete: Bool
                             switch kinds[kind] {
                             case "reference": complete = reference.isComplete
-                            case "padded": complete = padded.isComplete
+                            case "padded", "paddedSlow": complete = padded.isComplete
                             default: complete = future.isComplete
                             }
                             if complete {
@@ -502,7 +521,7 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                 }
                 if kinds[kind] != "lockFree" && kinds[kind] != "locked" { promise.succeed(0) }
                 if kinds[kind] != "reference" { reference.complete(0) }
-                if kinds[kind] != "padded" { padded.complete(0) }
+                if kinds[kind] != "padded", kinds[kind] != "paddedSlow" { padded.complete(0) }
                 if round > 0 { lines[kind].append(timeline) }
             }
         }
@@ -552,7 +571,7 @@ func s4PendingParts(rounds: Int, crossThread: Bool) {
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs Synchronization") }
     let clock = ContinuousClock()
     let perHalf = Sizes.fanOutCallbacksPerThread / 2
-    let kinds = ["lockFree", "locked", "reference", "padded", "paddedRead"]
+    let kinds = ["lockFree", "locked", "reference", "padded", "paddedRead", "paddedSlow"]
     let pool = WorkerPool(count: 2)
     var registration: [[Double]] = Array(repeating: [], count: kinds.count)
     var completion: [[Double]] = Array(repeating: [], count: kinds.count)
@@ -594,8 +613,10 @@ func s4PendingParts(rounds: Int, crossThread: Bool) {
                     (registered, completed) = timed(
                         { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } },
                         { future.complete(iteration) })
-                case "padded", "paddedRead":
-                    let future = PaddedReferenceFuture<Int>.make(readsPadding: kinds[kind] == "paddedRead")
+                case "padded", "paddedRead", "paddedSlow":
+                    let future = PaddedReferenceFuture<Int>.make(
+                        readsPadding: kinds[kind] == "paddedRead",
+                        extraRunWork: kinds[kind] == "paddedSlow" ? paddedSlowWork : 0)
                     (registered, completed) = timed(
                         { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } },
                         { future.complete(iteration) })
