@@ -190,8 +190,8 @@ private let s4VersusReference =
     + "per pending callback to 484, 3.0 L1 misses to 1.8 - the node's 80-byte chunk - and no L2 miss; 42 per late "
     + "one to 14) and one thread doing S4's work at T = 1 takes 0.93x-1.0x its time; with threads, an iteration "
     + "takes 0.6-0.8 ms more when the completer gets a CPU only after the registrants (all callbacks pending), "
-    + "which lock-free's did in half its iterations at T = 1 and the reference's in a quarter - why, not found "
-    + "(T > 1 not profiled apart)"
+    + "which lock-free's did more often than the reference's in most runs at T = 1 - why, not found (T > 1 not "
+    + "profiled apart)"
 private let s3s5VersusLocked =
     "noise, not the code: lock-free runs fewer instructions (S3 0.86x, S5 0.73x-0.75x per call), half the atomic "
     + "read-modify-writes and the same cache misses, and led in every same-process alternating timing"

@@ -451,11 +451,14 @@ final class S4Timeline: @unchecked Sendable {
     /// When the registrant first saw the future complete, and its index then (-1: not yet).
     var seenComplete = 0
     var seenIndex = -1
+    /// What `lockFreeSlowRegistration`'s added work computed (never read).
+    var sink: UInt = 0
 }
 
 /// `times S4halves split [rounds] [order]`: S4T at T = 1 for each kind of `order` (comma-separated;
 /// default lockFree,locked,reference,padded; also paddedSlow, the padded reference with
-/// `paddedSlowWork` added to its completion; 10 iterations of each kind per round, after one
+/// `paddedSlowWork` added to its completion, and lockFreeSlowRegistration, `.lockFree` with as much
+/// added to each registration; 10 iterations of each kind per round, after one
 /// untimed round), per iteration: when the registrant signalled the completer, when the completer
 /// woke and when its completion returned (the pending callbacks run), when the registrant first saw
 /// the future complete (its index then: how many callbacks were pending) and when its loop ended.
@@ -495,10 +498,17 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                         timeline.completed = since(clock.now)
                         return
                     }
+                    var word: UInt = 0
                     for index in 0..<perThread {
                         switch kinds[kind] {
                         case "reference": reference.whenComplete { value in consume(value) }
                         case "padded", "paddedSlow": padded.whenComplete { value in consume(value) }
+                        case "lockFreeSlowRegistration":
+                            future.whenComplete { result in consume(result) }
+                            // About 10 ns more per registration: dependent multiplies.
+                            for _ in 0..<paddedSlowWork {
+                                word = word &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                            }
                         default: future.whenComplete { result in consume(result) }
                         }
                         if index == perThread / 2 {
@@ -518,8 +528,9 @@ func s4ThreadsSplit(rounds: Int, order: [String]) {
                         }
                     }
                     timeline.registered = since(clock.now)
+                    timeline.sink = word
                 }
-                if kinds[kind] != "lockFree" && kinds[kind] != "locked" { promise.succeed(0) }
+                if ["reference", "padded", "paddedSlow"].contains(kinds[kind]) { promise.succeed(0) }
                 if kinds[kind] != "reference" { reference.complete(0) }
                 if kinds[kind] != "padded", kinds[kind] != "paddedSlow" { padded.complete(0) }
                 if round > 0 { lines[kind].append(timeline) }
