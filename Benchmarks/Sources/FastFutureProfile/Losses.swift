@@ -265,6 +265,7 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     // Safety of @unchecked Sendable: as `ReferenceFuture`'s - `value` is written by the single
     // completer before the release exchange and read after an acquire that saw it; a node is
     // written before the release CAS that publishes it and read after the acquire exchange.
+    // `sink` is written by the completer only, inside `complete`, and never read.
     final class Node {
         let callback: @Sendable (Value) -> Void
         var next: UInt = 0
@@ -441,8 +442,9 @@ func s4HalvesTimes(half: String, rounds: Int) {
 /// Instants of one S4T iteration at T = 1, in nanoseconds since its start; each slot written by
 /// one thread only and read by the driver after `WorkerPool.run` returned.
 final class S4Timeline: @unchecked Sendable {
-    // Safety of @unchecked Sendable: `signalled` and `registered` are written by the registrant
-    // only, `woke` and `completed` by the completer only, and the driver reads them after
+    // Safety of @unchecked Sendable: `signalled`, `registered`, `seenComplete`, `seenIndex` and
+    // `sink` are read and written by the registrant only, `woke` and `completed` written by the
+    // completer only, and the driver reads them after
     // `WorkerPool.run` returned, which orders the writes before its reads (semaphores).
     var signalled = 0
     var registered = 0
