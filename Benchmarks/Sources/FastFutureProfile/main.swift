@@ -468,8 +468,27 @@ let usage =
     + " | FastFutureProfile <awaitLate|runOn|task|zip3|cascade> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
+    + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
+    + " | FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds]"
 let arguments = CommandLine.arguments
+if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves", arguments[3] == "split" {
+    s4ThreadsSplit(
+        rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11,
+        order: arguments.count > 5
+            ? arguments[5].split(separator: ",").map(String.init) : ["lockFree", "locked", "reference", "padded"])
+    exit(0)
+}
+if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves",
+    ["parts", "parts2"].contains(arguments[3])
+{
+    s4PendingParts(rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11, crossThread: arguments[3] == "parts2")
+    exit(0)
+}
+if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves" {
+    s4HalvesTimes(half: arguments[3], rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11)
+    exit(0)
+}
 if arguments.count >= 3, arguments[1] == "times" {
     times(
         arguments[2], threads: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
@@ -477,7 +496,8 @@ if arguments.count >= 3, arguments[1] == "times" {
         marking: arguments.count > 5 && arguments[5] == "marking")
     exit(0)
 }
-guard arguments.count >= 3, ["lockFree", "locked", "nio", "reference", "tasks", "semaphores"].contains(arguments[2])
+guard arguments.count >= 3,
+    ["lockFree", "locked", "nio", "reference", "tasks", "semaphores", "padded"].contains(arguments[2])
 else {
     fail(usage)
 }
@@ -489,6 +509,9 @@ switch (arguments[1], arguments[2]) {
 case ("S1", "nio"): nioS1(iterations)
 case ("S7", "semaphores"): s7(nil, iterations)
 case (_, "semaphores"): fail(usage)
+case ("S4halves", "nio"), ("S4halves", "tasks"): fail(usage)
+case ("S4halves", _): s4Halves(arguments[2], iterations, half: arguments.count > 4 ? arguments[4] : "both")
+case (_, "padded"): fail(usage)
 case ("S4T", "reference"):
     s4Threads(nil, iterations, threads: threadsArgument, marking: markingArgument)
 case ("S1", "reference"):
