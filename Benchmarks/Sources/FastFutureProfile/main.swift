@@ -466,6 +466,8 @@ let usage =
     + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
     + " | FastFutureProfile <awaitLate|runOn|task|zip3|cascade> <lockFree|locked|tasks> [iterations]"
+    + " | FastFutureProfile <mainActorMap|actorMap> <lockFree|locked|tasks> [iterations]"
+    + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
@@ -541,6 +543,12 @@ case ("fanIn", "tasks"), ("firstOf", "tasks"), ("timeout", "tasks"), ("chain10",
 case ("awaitLate", "nio"), ("runOn", "nio"), ("task", "nio"), ("zip3", "nio"), ("cascade", "nio"): fail(usage)
 case ("awaitLate", _), ("runOn", _), ("task", _), ("zip3", _), ("cascade", _):
     entryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
+case ("mainActorMap", "nio"), ("actorMap", "nio"), ("retry", "nio"), ("boundedAll", "nio"), ("timeoutClock", "nio"),
+    ("succeededAfter", "nio"), ("retry", "tasks"), ("boundedAll", "tasks"), ("timeoutClock", "tasks"),
+    ("succeededAfter", "tasks"):
+    fail(usage)
+case ("mainActorMap", _), ("actorMap", _), ("retry", _), ("boundedAll", _), ("timeoutClock", _), ("succeededAfter", _):
+    moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
 case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
     fail(usage)
 case ("fanIn", _): fanIn(variant, iterations)

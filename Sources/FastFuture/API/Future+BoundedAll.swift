@@ -34,6 +34,7 @@ extension Future {
     ///   one); its future is cancelled at once.
     /// - Note: Traps if `maxConcurrent < 1`. Makers whose futures complete at once run in a
     ///   loop, not by recursion: any number of them runs in constant stack depth.
+    @inlinable
     public static func all(
         _ makers: [@Sendable () -> Future<Value>],
         maxConcurrent: Int

@@ -29,6 +29,7 @@ extension Future {
     ///   blocking work occupies every thread of `DispatchQueue.global()` (see <doc:Time>).
     ///   Attempts that fail synchronously are driven by FastFuture's trampoline, in a loop: any
     ///   number of them runs in constant stack depth.
+    @inlinable
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
@@ -61,6 +62,7 @@ extension Future {
     ///   fires: on a FastFuture timer thread (`ContinuousClock`, `SuspendingClock`), inside the clock's callback
     ///   (a ``CallbackSchedulingClock``: a manual clock's `advance`), or on Swift's global
     ///   concurrent executor (any other clock).
+    @inlinable
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
@@ -103,6 +105,7 @@ extension Future {
     /// - Note: Traps if `attempts < 1`. Threads and stack depth as in
     ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers of
     ///   FastFuture's own timer threads. A wait of 146 years or more never ends (see <doc:Time>).
+    @inlinable
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
@@ -140,6 +143,7 @@ extension Future {
     /// - Returns: As ``retry(attempts:delay:backoff:variant:while:_:)``.
     /// - Note: Traps if `attempts < 1`. Where attempts after a wait run: see
     ///   ``retry(attempts:delay:clock:variant:_:)``.
+    @inlinable
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
@@ -199,15 +203,30 @@ extension Future {
 
     /// The timer maker of a retry on `clock`: `nil` for `ContinuousClock` and `SuspendingClock` (FastFuture's timer
     /// threads, exactly as without a clock).
-    private static func _timerMaker<C: Clock>(
+    /// Specialized in the caller: for the system clocks the test folds.
+    @inlinable
+    internal static func _timerMaker<C: Clock>(
         _ clock: C
     ) -> (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
     where C.Duration == Duration {
         if clock is ContinuousClock || clock is SuspendingClock { return nil }
-        return { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
+        return _clockTimerMaker(clock)
     }
 
-    private static func _retry(
+    /// The timer maker of a retry on a clock that is not a system clock: out of line.
+    @usableFromInline @inline(never)
+    internal static func _clockTimerMaker<C: Clock>(
+        _ clock: C
+    ) -> @Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer
+    where C.Duration == Duration {
+        { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
+    }
+
+    /// The body of every `retry`: inlined into the `@inlinable` ones, so that a client's call
+    /// is specialized for its `Value` - the driver, its registrations and the completions look
+    /// up no generic metadata.
+    @inlinable
+    internal static func _retry(
         attempts: Int,
         delay: Duration,
         backoff: RetryBackoff,

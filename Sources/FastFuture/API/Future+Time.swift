@@ -62,9 +62,19 @@ extension Future {
     ///   on a FastFuture timer thread (`ContinuousClock`, `SuspendingClock`), inside the clock's callback (a
     ///   ``CallbackSchedulingClock``), or on Swift's global concurrent executor (any other
     ///   clock). See <doc:Time>.
+    @inlinable
     public func timeout(after duration: Duration, clock: some Clock<Duration>) -> Future<Value> {
+        // Specialized in the caller: for the system clocks the test folds, and the call is
+        // `timeout(after:)`'s, specialized too.
         if clock is ContinuousClock || clock is SuspendingClock { return timeout(after: duration) }
-        return _timeout(after: duration) { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
+        return _timeout(after: duration, onClock: clock)
+    }
+
+    /// `timeout(after:clock:)` on a clock that is not a system clock: out of line (its timer, a
+    /// `_ClockTimer`, costs more than the lookups of an unspecialized call).
+    @usableFromInline @inline(never)
+    internal func _timeout(after duration: Duration, onClock clock: some Clock<Duration>) -> Future<Value> {
+        _timeout(after: duration) { delay, fire in _ClockTimer(clock: clock, after: delay, fire) }
     }
 
     // MARK: - A value after a delay
@@ -83,6 +93,7 @@ extension Future {
     /// - Returns: The future. Cancelling it cancels (and releases) its timer.
     /// - Note: The timer is kept by FastFuture's timer threads (see ``timeout(after:)``);
     ///   `.inline` callbacks run on one of them. See <doc:Time>.
+    @inlinable
     public static func succeeded(_ value: Value, after delay: Duration, variant: FutureVariant = .lockFree) -> Future<
         Value
     > {
@@ -106,13 +117,23 @@ extension Future {
     /// - Returns: The future. Cancelling it cancels (and releases) its timer.
     /// - Note: `.inline` callbacks run where the clock's timer fires (see
     ///   ``timeout(after:clock:)``).
+    @inlinable
     public static func succeeded(
         _ value: Value, after delay: Duration, clock: some Clock<Duration>, variant: FutureVariant = .lockFree
     ) -> Future<Value> {
+        // As `timeout(after:clock:)`: the system clocks' test folds in the caller.
         if clock is ContinuousClock || clock is SuspendingClock {
             return succeeded(value, after: delay, variant: variant)
         }
-        return _succeeded(value, after: delay, variant: variant) { delay, fire in
+        return _succeeded(value, after: delay, onClock: clock, variant: variant)
+    }
+
+    /// `succeeded(_:after:clock:variant:)` on a clock that is not a system clock: out of line.
+    @usableFromInline @inline(never)
+    internal static func _succeeded(
+        _ value: Value, after delay: Duration, onClock clock: some Clock<Duration>, variant: FutureVariant
+    ) -> Future<Value> {
+        _succeeded(value, after: delay, variant: variant) { delay, fire in
             _ClockTimer(clock: clock, after: delay, fire)
         }
     }

@@ -16,14 +16,16 @@
 ///
 /// - Note: `@unchecked Sendable`: the only stored property is an immutable pointer; the memory
 ///   behind it is touched only through `pthread_mutex_*`, which are thread-safe.
+@usableFromInline
 internal final class _DriverLock: @unchecked Sendable {
     #if FF_EXPLORE
         // Exploration builds (scripts/explore): the futex lock of `.locked` futures instead, whose
         // operations go through the shim, so that the explorer can run a scenario thread that
         // holds it one operation at a time (the isolated queue's critical sections load futures'
         // state words) and model another that wants it as blocked, not in the kernel.
-        private let word: UnsafeMutablePointer<_LockStorage>
+        @usableFromInline let word: UnsafeMutablePointer<_LockStorage>
 
+        @usableFromInline
         init() {
             word = .allocate(capacity: 1)
             word.initialize(to: .unlocked)
@@ -31,6 +33,7 @@ internal final class _DriverLock: @unchecked Sendable {
 
         deinit { word.deallocate() }
 
+        @inlinable
         func withLock<R>(_ body: () throws -> R) rethrows -> R {
             let lock = _FutureLock(word)
             lock.lock()
@@ -38,8 +41,9 @@ internal final class _DriverLock: @unchecked Sendable {
             return try body()
         }
     #else
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+        @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
+        @usableFromInline
         init() {
             mutex = .allocate(capacity: 1)
             mutex.initialize(to: pthread_mutex_t())
@@ -55,6 +59,7 @@ internal final class _DriverLock: @unchecked Sendable {
 
         /// Runs `body` under the mutex. `body` must not call out to user code (closures, futures'
         /// callbacks): that code could come back into the same driver and deadlock.
+        @inlinable
         func withLock<R>(_ body: () throws -> R) rethrows -> R {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }

@@ -376,6 +376,7 @@ extension Future {
     /// only its own future; an `onCancel` handler of an input) may have seen the giver's future
     /// still pending and left this one to it. This ask sees it claimed: of two such give-ups,
     /// the later scan sees both claimed, so exactly one cancels this future - never neither.
+    @usableFromInline
     internal func _withdrawAgain(after firstAsk: _WithdrawOutcome) {
         if case .wanted = firstAsk { _withdraw() }
     }

@@ -42,29 +42,31 @@
 ///
 /// - Note: `@unchecked Sendable`: every `var` is read and written only inside
 ///   `lock.withLock`; the `let`s are immutable and `Sendable`.
+@usableFromInline
 internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unchecked Sendable {
-    typealias Maker = @Sendable () -> Future<Value>
+    @usableFromInline typealias Maker = @Sendable () -> Future<Value>
 
-    private let lock = _DriverLock()
-    private let promise: Promise<[Value]>
-    private let maxConcurrent: Int
-    private let count: Int
+    @usableFromInline let lock = _DriverLock()
+    @usableFromInline let promise: Promise<[Value]>
+    @usableFromInline let maxConcurrent: Int
+    @usableFromInline let count: Int
 
-    private var makers: [Maker?]
-    private var values: [Value?]
-    private var inFlight: [Future<Value>?]
-    private var next = 1  // makers[0] was called by `all` (see `start(first:)`)
-    private var running = 1
-    private var succeeded = 0
-    private var finished = false
-    private var pumping = true  // `start(first:)` pumps
-    private var cancelling: [Future<Value>?] = []
+    @usableFromInline var makers: [Maker?]
+    @usableFromInline var values: [Value?]
+    @usableFromInline var inFlight: [Future<Value>?]
+    @usableFromInline var next = 1  // makers[0] was called by `all` (see `start(first:)`)
+    @usableFromInline var running = 1
+    @usableFromInline var succeeded = 0
+    @usableFromInline var finished = false
+    @usableFromInline var pumping = true  // `start(first:)` pumps
+    @usableFromInline var cancelling: [Future<Value>?] = []
     /// The failure to deliver, and what the driver held, released once it is delivered.
-    private var failing: (error: any Error, held: Leftovers)?
+    @usableFromInline var failing: (error: any Error, held: Leftovers)?
     /// Inputs that a failure gave up while another consumer still wanted them: asked again once
     /// the failure is delivered (see `_deliver`).
-    private var askAgain: [Future<Value>] = []
+    @usableFromInline var askAgain: [Future<Value>] = []
 
+    @inlinable
     init(makers: [@Sendable () -> Future<Value>], maxConcurrent: Int, promise: Promise<[Value]>) {
         // Its own copy, one optional per maker, so that each is released as it is called (the
         // caller's array lets go of them when the caller does). makers[0] was called already.
@@ -79,6 +81,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     }
 
     /// Adopts the first input (already made) and starts as many more as allowed.
+    @inlinable
     func start(first: Future<Value>) {
         adopt(0, first)
         pumpLoop()
@@ -86,6 +89,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
 
     /// Cancels the inputs in flight and starts no more (the result was cancelled). O(1) under
     /// the lock, then one `cancel()` per input in flight.
+    @inlinable
     func cancel() {
         let (leftovers, toCancel) = lock.withLock { () -> (Leftovers, [Future<Value>?]) in
             // Finished by a failure that is still cancelling its inputs: cancel them here too,
@@ -99,7 +103,8 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     }
 
     /// Becomes the pumping thread, unless one already is.
-    private func pump() {
+    @inlinable
+    func pump() {
         let becamePumper = lock.withLock { () -> Bool in
             if pumping { return false }
             pumping = true
@@ -109,7 +114,8 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     }
 
     /// Calls makers while slots are free; the caller is the pumping thread.
-    private func pumpLoop() {
+    @inlinable
+    func pumpLoop() {
         while true {
             let job = lock.withLock { () -> (index: Int, make: Maker)? in
                 // The result itself, too: a cancel() publishes before its handler reaches the
@@ -131,7 +137,8 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
 
     /// Records input `index` as in flight and listens for its completion; cancels it if the
     /// result completed while its maker ran.
-    private func adopt(_ index: Int, _ future: Future<Value>) {
+    @inlinable
+    func adopt(_ index: Int, _ future: Future<Value>) {
         let keep = lock.withLock { () -> Bool in
             if finished || promise.future.isComplete { return false }
             inFlight[index] = future
@@ -146,14 +153,16 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
         future._register(_BoundedInput(result: promise.future, driver: self, index: index))
     }
 
-    private enum Report {
+    @usableFromInline
+    enum Report {
         case ignore
         case startMore
         case succeed([Value])
         case fail
     }
 
-    fileprivate func didComplete(_ index: Int, _ result: Result<Value, any Error>) {
+    @inlinable
+    func didComplete(_ index: Int, _ result: Result<Value, any Error>) {
         // What the lock let go of, released after it (a value's or a closure's deinit is user
         // code, which must not run under the lock).
         var reported: Future<Value>?
@@ -208,6 +217,7 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
 
     /// Drops the futures being cancelled (their cancellation has been requested), outside the
     /// lock.
+    @inlinable
     func releaseCancelling() {
         let cancelled = lock.withLock { () -> [Future<Value>?] in
             var done: [Future<Value>?] = []
@@ -218,12 +228,14 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     }
 
     /// Delivers the failure once the urgent work it waited for is done (see "Failure").
+    @inlinable
     func _runStep() {
         _deliver()
     }
 
     /// Fails the result with the failure that finished the driver (see "Failure"), then
     /// releases what the driver held.
+    @inlinable
     func _deliver() {
         let (failing, askAgain) = lock.withLock { () -> ((error: any Error, held: Leftovers)?, [Future<Value>]) in
             defer {
@@ -242,17 +254,26 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
     }
 
     /// What `finish` took out of the driver: its caller releases it after leaving the lock.
-    private struct Leftovers {
+    @usableFromInline
+    struct Leftovers {
         /// The inputs in flight, by index.
-        var inFlight: [Future<Value>?] = []
-        var makers: [Maker?] = []
-        var values: [Value?] = []
+        @usableFromInline var inFlight: [Future<Value>?]
+        @usableFromInline var makers: [Maker?]
+        @usableFromInline var values: [Value?]
+
+        @inlinable
+        init(inFlight: [Future<Value>?] = [], makers: [Maker?] = [], values: [Value?] = []) {
+            self.inFlight = inFlight
+            self.makers = makers
+            self.values = values
+        }
     }
 
     /// Marks the driver finished and takes everything it holds: the result holds none of the
     /// values or makers once it completed. Call under `lock`; release what it returns outside.
     /// O(1): it moves the state out.
-    private func finish() -> Leftovers {
+    @inlinable
+    func finish() -> Leftovers {
         finished = true
         var leftovers = Leftovers()
         swap(&leftovers.inFlight, &inFlight)
@@ -266,18 +287,29 @@ internal final class _BoundedAllDriver<Value: Sendable>: _TrampolineStep, @unche
 /// driver. Its interest (`_Interest.derivedRunning`) is the bounded `all`'s result: the input is wanted
 /// while that is pending (another consumer's forwarded cancellation leaves it alone), and no
 /// more once it is claimed or excluded by the driver's own give-up.
+@usableFromInline
 internal struct _BoundedInput<Value: Sendable>: _Registration {
-    typealias Source = Value
+    @usableFromInline typealias Source = Value
     /// First: the future a withdrawal's scan reads.
-    let result: Future<[Value]>
-    let driver: _BoundedAllDriver<Value>
-    let index: Int
+    @usableFromInline let result: Future<[Value]>
+    @usableFromInline let driver: _BoundedAllDriver<Value>
+    @usableFromInline let index: Int
 
+    @inlinable
+    init(result: Future<[Value]>, driver: _BoundedAllDriver<Value>, index: Int) {
+        self.result = result
+        self.driver = driver
+        self.index = index
+    }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
     /// `derivedRunning`: once `result` is claimed its report still reaches the driver.
+    @inlinable
     static var _interest: UInt8 { _Interest.derivedRunning }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
         driver.didComplete(index, result)
     }

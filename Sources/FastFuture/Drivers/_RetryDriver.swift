@@ -7,18 +7,23 @@
 /// exactly that object; once the result has completed, `_replaceUpstream` refuses, and the
 /// driver cancels the new object itself and stops.
 ///
+/// Its code is `@inlinable`: specialized with the `retry` that makes it, in the client.
+///
 /// - Note: Sendable: every stored property is immutable and `Sendable`.
+@usableFromInline
 internal final class _RetryDriver<Value: Sendable>: Sendable {
-    let result: Future<Value>
-    let attempts: Int
-    let delay: Duration
-    let backoff: RetryBackoff
+    @usableFromInline let result: Future<Value>
+    @usableFromInline let attempts: Int
+    @usableFromInline let delay: Duration
+    @usableFromInline let backoff: RetryBackoff
     /// `nil`: retry after every error.
-    let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
-    let make: @Sendable (_ attempt: Int) -> Future<Value>
+    @usableFromInline let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
+    @usableFromInline let make: @Sendable (_ attempt: Int) -> Future<Value>
     /// Makes the timer of a wait on a user's clock; `nil`: FastFuture's timer threads.
-    let makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
+    @usableFromInline let makeTimer:
+        (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
 
+    @inlinable
     init(
         result: Future<Value>,
         attempts: Int,
@@ -38,6 +43,7 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
     }
 
     /// Starts attempt number `number`, unless the result has completed (been cancelled).
+    @inlinable
     func attempt(_ number: Int) {
         if result.isComplete { return }
         let future = make(number)
@@ -52,7 +58,8 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         future._register(_RetryWatch(result: result, driver: self, number: number))
     }
 
-    fileprivate func attemptDidComplete(_ number: Int, _ outcome: Result<Value, any Error>) {
+    @inlinable
+    func attemptDidComplete(_ number: Int, _ outcome: Result<Value, any Error>) {
         if case .success = outcome {
             result._complete(outcome)
             return
@@ -80,7 +87,8 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
     }
 
     /// Makes `timer` the result's upstream, then arms it.
-    private func arm(_ timer: some _Timer) {
+    @inlinable
+    func arm(_ timer: some _Timer) {
         guard result._replaceUpstream(with: timer) else {
             timer.cancel()
             return
@@ -94,17 +102,28 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
 /// What a retry registers on an attempt: reports its outcome to the driver. Its interest in the
 /// attempt's result (see `_Interest`) is the retry's result future's: a cancellation of the
 /// result, forwarded to the attempt, cancels the attempt unless someone else wants it too.
+@usableFromInline
 internal struct _RetryWatch<Value: Sendable>: _Registration {
     /// First: the future a withdrawal's scan reads (`_Interest.derivedRunning`).
-    let result: Future<Value>
-    let driver: _RetryDriver<Value>
-    let number: Int
+    @usableFromInline let result: Future<Value>
+    @usableFromInline let driver: _RetryDriver<Value>
+    @usableFromInline let number: Int
 
+    @inlinable
+    init(result: Future<Value>, driver: _RetryDriver<Value>, number: Int) {
+        self.result = result
+        self.driver = driver
+        self.number = number
+    }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
     /// `derivedRunning`: once `result` is claimed its report still reaches the driver.
+    @inlinable
     static var _interest: UInt8 { _Interest.derivedRunning }
 
+    @inlinable
     func run(with outcome: Result<Value, any Error>, node: _CallbackNode?) {
         driver.attemptDidComplete(number, outcome)
     }

@@ -113,7 +113,10 @@ extension Future {
 // MARK: - A value after a delay
 
 extension Future {
-    @inline(__always)
+    /// `succeeded(_:after:)`'s body, for any kind of timer. Inlined into `succeeded(_:after:)`,
+    /// which is `@inlinable`: a client's call is specialized for its `Value` (the future, the
+    /// timer's closure, the completion) and looks up no generic metadata.
+    @inlinable @inline(__always)
     internal static func _succeeded<Timer: _Timer>(
         _ value: Value,
         after delay: Duration,
