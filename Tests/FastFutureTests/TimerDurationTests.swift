@@ -9,6 +9,14 @@ struct TimerDurationTests {
     /// The shortest duration that never comes: 4,611,686,018 s, the whole seconds of 2^62 ns.
     private static let never = Duration.seconds(4_611_686_018)
 
+    @Test func theNeverConstantIsTheWholeSecondsOfTwoToTheSixtySecondNanoseconds() {
+        // Written out as its two halves of attoseconds: they must be what the arithmetic gives.
+        #expect(Duration._never == Self.never)
+        #expect(Duration._never == .seconds(Int64(Duration._neverNanoseconds / 1_000_000_000)))
+        #expect(Duration._never.components.seconds == 4_611_686_018)
+        #expect(Duration._never.components.attoseconds == 0)
+    }
+
     @Test func nanosecondsAreRoundedUp() {
         #expect(Duration.nanoseconds(1)._timerNanoseconds == 1)
         #expect(Duration(secondsComponent: 0, attosecondsComponent: 1)._timerNanoseconds == 1)

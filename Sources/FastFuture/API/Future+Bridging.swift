@@ -27,7 +27,7 @@ extension Future {
         variant: FutureVariant = .lockFree,
         _ body: sending @escaping () throws -> Value
     ) -> Future<Value> {
-        let future = Future(_variant: variant, result: nil)
+        let future = Future(_pendingVariant: variant)
         let sent = _SentOnce(body)
         executor.execute {
             // Taken once: an executor that (wrongly) runs the work twice cannot run the body twice.
@@ -85,7 +85,7 @@ extension Future {
         variant: FutureVariant = .lockFree,
         @_inheritActorContext @_implicitSelfCapture _ body: sending @escaping @isolated(any) () async throws -> Value
     ) -> Future<Value> {
-        let future = Future(_variant: variant, result: nil)
+        let future = Future(_pendingVariant: variant)
         // Read before `body` moves into the task. (Through a generic function: reading
         // `.isolation` of a `sending` parameter directly crashes Swift 6.3's SILGen.)
         let bodyIsolation = _isolation(of: body)

@@ -199,7 +199,7 @@ extension Future {
         variant: FutureVariant = .lockFree,
         _ body: @escaping @MainActor () throws -> Value
     ) -> Future<Value> {
-        let future = Future(_variant: variant, result: nil)
+        let future = Future(_pendingVariant: variant)
         // `executor.execute`, naming the future the work completes (for a main-thread `wait()`'s
         // diagnostic in debug builds).
         _IsolatedQueue.mainActor.submit(

@@ -236,7 +236,7 @@ extension Future {
         _ make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
         if attempts < 1 { fatalError("FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)") }
-        let result = Future(_variant: variant, result: nil)
+        let result = Future(_pendingVariant: variant)
         _RetryDriver(
             result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
             makeTimer: makeTimer, make: make

@@ -108,7 +108,7 @@ extension Future {
     where Body.Input == Value {
         // `.mainActor` passed generically: the main-actor overloads' path (see `MainActorExecutor`).
         if type(of: executor) == MainActorExecutor.self { return _mainActorStep(body) }
-        let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
+        let derived = Future<Body.Output>(_pendingVariant: variant, upstream: self)
         _register(_Step(derived: derived, body: body, on: executor))
         return derived
     }

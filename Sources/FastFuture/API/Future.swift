@@ -95,6 +95,27 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Creates a pending future: `init(_variant:result: nil, upstream:)` without the optional
+    /// result, which code the library compiles unspecialized (a driver's, a bridge's) would
+    /// otherwise look up `Optional<Result<Value, any Error>>`'s metadata for at run time.
+    ///
+    /// - Parameters:
+    ///   - variant: The synchronization variant.
+    ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
+    @inlinable
+    internal init(_pendingVariant variant: FutureVariant, upstream: AnyObject? = nil) {
+        let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        self._words = _FutureWords(state: 0, upstream: upstreamWord, variant: variant)
+        #if DEBUG
+            self._debugCreationSite = nil
+        #endif
+        self._resultCell = _ResultCell()
+        assert(
+            MemoryLayout<Value>.size == 0
+                || withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) } == _resultCellPointer,
+            "FastFuture: _resultCell is not where _resultCellOffset says")
+    }
+
     /// Creates a future by handing its promise to `body`: the way to wrap a callback-style API.
     ///
     /// ```swift
@@ -118,7 +139,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         line: UInt = #line,
         _ body: (Promise<Value>) throws -> Void
     ) {
-        self.init(_variant: variant, result: nil)
+        self.init(_pendingVariant: variant)
         let promise = Promise(_future: self, file: file, line: line)
         #if DEBUG
             _debugCreationSite = (file, line)

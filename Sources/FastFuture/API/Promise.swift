@@ -27,7 +27,7 @@ public struct Promise<Value: Sendable>: Sendable {
     ///   - line: The creation line (defaults to the caller's).
     @inlinable
     public init(variant: FutureVariant = .lockFree, file: StaticString = #fileID, line: UInt = #line) {
-        self.init(_future: Future(_variant: variant, result: nil), file: file, line: line)
+        self.init(_future: Future(_pendingVariant: variant), file: file, line: line)
         #if DEBUG
             // Remember where the promise was made, for the dropped-future warning (debug builds;
             // the future is not shared yet).

@@ -43,10 +43,7 @@ extension Future {
     @inlinable @inline(__always)
     @discardableResult
     internal func _complete(_ result: Result<Value, any Error>, byCancel: Bool = false) -> _ClaimOutcome {
-        let outcome = _core.claim(byCancel: byCancel)
-        guard case .won = outcome else { return outcome }
-        _completeClaimed(result, byCancel: byCancel)
-        return .won
+        _claimAndPublish(byCancel: byCancel) { _storeResult(result) }
     }
 
     /// `_complete(.success(value))` and `_complete(.failure(error))` without a `Result<Value, _>`
@@ -54,15 +51,27 @@ extension Future {
     /// operation), where making one looks up its metadata at run time.
     @inlinable @inline(__always)
     internal func _complete(value: Value) {
-        guard case .won = _core.claim(byCancel: false) else { return }
-        _publishStored(byCancel: false, result: _storeValue(value))
+        _claimAndPublish(byCancel: false) { _storeValue(value) }
     }
 
     /// See `_complete(value:)`.
     @inlinable @inline(__always)
     internal func _complete(error: any Error) {
-        guard case .won = _core.claim(byCancel: false) else { return }
-        _publishStored(byCancel: false, result: _storeError(error))
+        _claimAndPublish(byCancel: false) { _storeError(error) }
+    }
+
+    /// The one shape of every `_complete`: claims the future, and if this call won, writes the
+    /// result with `store` (which returns its result word: `_storeResult`, `_storeValue` or
+    /// `_storeError`) and publishes it (`_publishStored`). `store` runs only for the winner, so
+    /// a loser writes nothing; and the caller chooses what it stores from, so that the value and
+    /// error paths mention no `Result<Value, _>`.
+    @inlinable @inline(__always)
+    @discardableResult
+    internal func _claimAndPublish(byCancel: Bool, store: () -> UInt) -> _ClaimOutcome {
+        let outcome = _core.claim(byCancel: byCancel)
+        guard case .won = outcome else { return outcome }
+        _publishStored(byCancel: byCancel, result: store())
+        return .won
     }
 
     /// The rest of `_complete`, once the claim is won (by `_complete`, or by a withdrawal:

@@ -33,9 +33,8 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
         guard let continuation = takeContinuation() else { return }
         let future = unsafeDowncast(future, to: Future<Value>.self)
         let state = future._core.settledState
-        assert(state & _State.completed != 0, "FastFuture internal error: woken before completion")
-        if _fastPath(state < _ResultWord.firstFailure) {
-            continuation.resume(returning: future._resultCellPointer.assumingMemoryBound(to: Value.self).pointee)
+        if let value = Future<Value>._completedValue(state: state, in: future._resultCellPointer) {
+            continuation.resume(returning: value.pointee)
         } else {
             continuation.resume(throwing: _ResultWord.error(in: state))
         }

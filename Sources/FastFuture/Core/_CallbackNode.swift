@@ -182,8 +182,8 @@ internal class _CallbackNode: @unchecked Sendable {
         // Unretained: the caller holds `future` for the call.
         let source = UnsafeRawPointer(Unmanaged.passUnretained(future).toOpaque())
         // The interest of the nodes this run releases unrun: cancel handlers', unless the future
-        // was cancelled - then none (no node's interest is `UInt8.max`). One compare per node.
-        let skipped = cancelled ? UInt8.max : _Interest.cancelHandler
+        // was cancelled - then none (`_Interest.skipNone`). One compare per node.
+        let skipped = cancelled ? _Interest.skipNone : _Interest.cancelHandler
         var current: UnsafeMutableRawPointer? = head
         while let raw = current {
             let link = _nextField(raw)

@@ -113,9 +113,8 @@ extension Future {
         ofUnretained future: UnsafeRawPointer, _ body: (Result<Value, any Error>) -> Void
     ) {
         let (state, cell) = _settledStateAndCell(ofUnretained: future)
-        assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
-        if _fastPath(state < _ResultWord.firstFailure) {
-            body(.success(cell.assumingMemoryBound(to: Value.self).pointee))
+        if let value = _completedValue(state: state, in: cell) {
+            body(.success(value.pointee))
         } else {
             body(.failure(_ResultWord.error(in: state)))
         }
@@ -124,15 +123,28 @@ extension Future {
     /// The result that `state`, a complete future's state word, and its cell hold.
     @inlinable @inline(__always)
     internal static func _completedResult(state: UInt, in cell: UnsafeMutableRawPointer) -> Result<Value, any Error> {
+        if let value = _completedValue(state: state, in: cell) { return .success(value.pointee) }
+        return .failure(_ResultWord.error(in: state))
+    }
+
+    /// Decodes the result that `state`, a complete future's state word, and its cell hold: the
+    /// value's address (in the cell) for a success; `nil` for a failure, whose error is
+    /// `_ResultWord.error(in: state)`. The one reading of a complete future's result
+    /// (`_completedResult`, `_withCompletedResult`, `_AsyncWaiter.wake`): each caller builds
+    /// what it needs from the case - a `Result`, or none where unspecialized code would look
+    /// that type's metadata up. An address, not closures: in unspecialized code (`wake`) a
+    /// closure literal is a generic function, which the optimizer does not inline (measured:
+    /// two calls and a copy more per wake); the optional is folded away once this is inlined.
+    @inlinable @inline(__always)
+    internal static func _completedValue(
+        state: UInt, in cell: UnsafeMutableRawPointer
+    ) -> UnsafeMutablePointer<Value>? {
         // Debug builds only: every caller has seen COMPLETED in this word. As a `precondition`
         // (a pending word would read as a success - its empty cell as a value - or its HEAD as an
         // error) it costs what callgrind measures: S1 623 -> 625, S2 2,964 -> 2,972, S4 549 ->
         // 552, S8 41 -> 43 (locked 145 -> 159), `all` 1,297 -> 1,299 instructions.
         assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
-        if _fastPath(state < _ResultWord.firstFailure) {
-            return .success(cell.assumingMemoryBound(to: Value.self).pointee)
-        }
-        return .failure(_ResultWord.error(in: state))
+        return _fastPath(state < _ResultWord.firstFailure) ? cell.assumingMemoryBound(to: Value.self) : nil
     }
 
     /// The result word of a value (see `_ResultWord`): one constant once specialized.

@@ -55,6 +55,10 @@ internal enum _Interest {
     /// `always` step's body, a timeout's timer cancellation, a retry's or a bounded `all`'s
     /// driver): it wants the result as `derived` does, but a withdrawal never unlinks it.
     @usableFromInline static let derivedRunning: UInt8 = 5
+    /// No registration's interest: what `_CallbackNode._runList` skips when it must run every
+    /// node (the future was cancelled, so its cancel handlers run too) - a compare that never
+    /// matches, so the loop keeps one compare per node either way.
+    @usableFromInline static let skipNone: UInt8 = .max
 }
 
 /// What a registration is to a forwarded cancellation's scan at the moment it reads it

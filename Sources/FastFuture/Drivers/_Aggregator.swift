@@ -134,7 +134,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
         self.count = count
         self.mode = mode
         self.finish = finish
-        derived = Future(_variant: inputs.first?.variant ?? .lockFree, result: nil)
+        derived = Future(_pendingVariant: inputs.first?.variant ?? .lockFree)
     }
 
     /// Values of `_taken`.

@@ -600,7 +600,7 @@ extension Future {
     /// - Returns: The derived future.
     internal func _isolatedStep<Body: _StepBody>(_ body: Body, _ queue: _IsolatedQueue) -> Future<Body.Output>
     where Body.Input == Value {
-        let derived = Future<Body.Output>(_variant: variant, result: nil, upstream: self)
+        let derived = Future<Body.Output>(_pendingVariant: variant, upstream: self)
         let step = _Step(derived: derived, body: body, on: InlineExecutor())
         queue.register(on: self) { result in step.run(with: result, node: nil) }
         // The step's interest in this future, for a forwarded cancellation's scan: the group's

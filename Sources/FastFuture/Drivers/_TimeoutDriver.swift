@@ -17,7 +17,7 @@ extension Future {
         guard duration._needsTimer else { return _timeoutWithoutTimer(after: duration) }
         // The derived future holds this one as its upstream: cancelling it cancels this one,
         // and the reference is dropped as soon as it completes.
-        let derived = Future(_variant: variant, result: nil, upstream: self)
+        let derived = Future(_pendingVariant: variant, upstream: self)
         // The timer strongly holds both futures until it fires or is cancelled, so that the
         // returned future times out even when nobody else references either of them.
         let timer = makeTimer(duration) { [self] in self._timeoutFired(derived) }
@@ -50,13 +50,13 @@ extension Future {
             if ranAll { return Future(_variant: variant, result: .failure(FutureTimeoutError())) }
             // Made inside urgent work (an `onCancel` handler of a race's loser, say): fail once
             // that work, the source's cancellation included, has run.
-            let derived = Future(_variant: variant, result: nil)
+            let derived = Future(_pendingVariant: variant)
             _Trampoline.runAfterUrgentWork(_TimeoutExpiry(derived))
             return derived
         }
         // Never times out: the derived future only forwards the result (and its cancellation,
         // through its upstream).
-        let derived = Future(_variant: variant, result: nil, upstream: self)
+        let derived = Future(_pendingVariant: variant, upstream: self)
         _register(_Forward(derived: derived))
         return derived
     }
@@ -124,7 +124,7 @@ extension Future {
         _ makeTimer: (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Timer
     ) -> Future<Value> {
         guard delay > .zero else { return Future(_variant: variant, result: .success(value)) }
-        let future = Future(_variant: variant, result: nil)
+        let future = Future(_pendingVariant: variant)
         guard !delay._isNever else { return future }
         // The timer holds the future (so its callbacks run even if nobody else references
         // it); the future holds the timer as its upstream (so cancelling it cancels the

@@ -33,9 +33,14 @@ extension Duration {
 
     /// The shortest duration that never comes: `_neverNanoseconds`' whole seconds (a fraction of
     /// a second shorter, so that the longest that comes is a whole number of nanoseconds under
-    /// it). Stored: computing it is 128-bit arithmetic.
-    @usableFromInline
-    internal static let _never = Duration.seconds(Int64(_neverNanoseconds / 1_000_000_000))
+    /// it), 4,611,686,018 s. A constant: its two 64-bit halves of attoseconds, written out
+    /// (`Duration.seconds(_:)` is 128-bit arithmetic; a stored `static let` is a lazy global,
+    /// with a once-check on every read). `TimerDurationTests` checks it against the arithmetic.
+    @inlinable
+    internal static var _never: Duration {
+        // 4,611,686,018 s * 10^18 as/s = 249,999,999 * 2^64 + 18,019,356,169,709,551,616 as.
+        Duration(_high: 249_999_999, low: 18_019_356_169_709_551_616)
+    }
 
     /// The duration in nanoseconds for a timer: zero for zero or negative durations, `nil` for
     /// durations that never come (`_never` or more), else rounded up to a nanosecond.
