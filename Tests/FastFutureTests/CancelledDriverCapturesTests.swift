@@ -169,4 +169,28 @@ struct CancelledDriverCapturesTests {
         #expect(try otherConsumer.peek()?.get() == 7)
         #expect(gathered.peek()?.failureValue is CancellationError)
     }
+
+    @Test(
+        "A bounded all whose makers hand out the same future twice gathers its value at both indexes, and a failure cancels it once",
+        arguments: FutureVariant.allCases)
+    func boundedAllWithOneFutureTwice(variant: FutureVariant) throws {
+        let twice = Promise<Int>(variant: variant)
+        let makers: [@Sendable () -> Future<Int>] = [
+            { twice.future }, { twice.future }, { .succeeded(3, variant: variant) },
+        ]
+        let gathered = Self.genericAll(makers, maxConcurrent: 3)
+        twice.succeed(7)
+        #expect(try gathered.peek()?.get() == [7, 7, 3])
+
+        let cancels = AtomicCount()
+        let shared = Promise<Int>(variant: variant)
+        shared.onCancel { cancels.increment() }
+        let failing = Promise<Int>(variant: variant)
+        let failingMakers: [@Sendable () -> Future<Int>] = [{ shared.future }, { shared.future }, { failing.future }]
+        let failed = Self.genericAll(failingMakers, maxConcurrent: 3)
+        failing.fail(TestFailure(5))
+        #expect(failed.peek()?.failureValue as? TestFailure == TestFailure(5))
+        #expect(shared.isCancelled)
+        #expect(cancels.load() == 1)
+    }
 }
