@@ -12,7 +12,11 @@ import Foundation
 /// their width at the number of cores (2 on CI), so the 3rd thread of a barrier would never
 /// start and the test would deadlock instead of racing.
 enum TestThreads {
-    /// Runs `body(index)` on `count` new threads and returns when all have finished.
+    /// Runs `body(index)` on `count` new threads and returns when all have finished - and have
+    /// let go of `body`, so that what it captured can be counted dead once this returns.
+    ///
+    /// (A `Thread` keeps its block until the thread exits, after the block returns: each thread
+    /// takes `body` out of a box of its own and drops it before it reports that it is done.)
     ///
     /// - Parameters:
     ///   - count: The number of threads.
@@ -22,8 +26,15 @@ enum TestThreads {
         let done = DispatchGroup()
         for index in 0..<count {
             done.enter()
+            let handOff = LockedBox<(@Sendable (_ index: Int) -> Void)?>(body)
             let thread = Thread {
-                body(index)
+                do {
+                    let work = handOff.withLock { body in
+                        defer { body = nil }
+                        return body!
+                    }
+                    work(index)
+                }  // `work` goes here
                 done.leave()
             }
             if let stackSize { thread.stackSize = stackSize }
