@@ -227,6 +227,7 @@ extension Future {
     ///   - variant: The variant of the returned futures.
     ///   - make: The maker, formed in the actor's isolation; called only by the queue's drain.
     /// - Returns: The maker to hand to FastFuture's drivers.
+    @inlinable
     internal static func _onActor<Input: Sendable>(
         _ queue: _IsolatedQueue,
         variant: FutureVariant,
