@@ -15,7 +15,7 @@ import Dispatch
 ///
 /// The bodies of one future form a *group*, with one callback on the future for all of them.
 /// The queue sees a future complete when that callback reports it, or when a registration finds
-/// the future complete (`peek()`) - whichever comes first; the group then moves, whole, from
+/// the future complete (`isComplete`) - whichever comes first; the group then moves, whole, from
 /// `pending` to `ready`. Pending groups are never looked at again until then, so the work of a
 /// completion is proportional to the bodies it makes ready, not to the bodies still pending:
 ///
@@ -23,9 +23,10 @@ import Dispatch
 ///                                  (a new group: one callback on the future)
 ///     register, future complete ──▶ body numbered, added to the future's group (or a new
 ///                                   one), which moves to `ready` now; schedule a drain
-///     the callback runs ──▶ group.result = result; the group moves to `ready` (unless a
-///                           registration moved it first); schedule a drain
-///     drain (on the domain) ──▶ takes every ready group; runs their bodies in number order
+///     the callback runs ──▶ the group retains its future, now complete, and moves to `ready`
+///                           (unless a registration moved it first); schedule a drain
+///     drain (on the domain) ──▶ takes every ready group; runs their bodies in number order,
+///                               each reading the result from its group's future; releases it
 ///     future dropped pending ──▶ the callback is released unrun: its token removes the group
 ///                                and releases its bodies at once
 ///
@@ -48,6 +49,10 @@ import Dispatch
 /// One pass: bodies that become ready while a batch runs (a body registering another on a
 /// complete future, say) schedule a drain of their own, so other work on the domain gets a turn
 /// between passes instead of waiting for a body that keeps re-registering itself.
+///
+/// Not generic: the bodies are closures made by the registering caller (`Future._isolatedRegister`,
+/// inlinable, specialized there), so that the queue, its groups and a drain run no generic code
+/// and look no type metadata up (`bench-results/floor.md`).
 ///
 /// Nested: a body that drains its own domain (`drainUntilIdle`, `IsolatedWork`'s call) runs the
 /// bodies its drain took and has not run yet with the ones that became ready since, by number -
@@ -446,7 +451,7 @@ internal final class _IsolatedGroup: @unchecked Sendable {
             body = bodies.more[index - 1].body
             bodies.more[index - 1].body = nil
         }
-        guard let body, isReady else { return false }
+        guard let body else { return false }  // only a drain runs it: the group is ready
         body(source)
         return true
     }
