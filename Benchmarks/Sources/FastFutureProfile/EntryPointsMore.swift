@@ -17,6 +17,10 @@ import FastFuture
 //   boundedAll      `Future.all(_:maxConcurrent: 2)` over 4 makers of complete futures
 //   timeoutClock    `timeout(after: 60 s, clock: ContinuousClock())`, met
 //   succeededAfter  `Future.succeeded(_:after: 60 s)`, then cancelled (the timer released)
+//   actorRetry      inside an actor's method: `Future.retry(attempts: 2, on: self)` whose first
+//                   attempt fails and second succeeds, then `try await value`; called from a task
+//   actorAll        inside an actor's method: `Future.all(_:maxConcurrent: 2, on: self)` over 4
+//                   makers of complete futures, then `try await value`; called from a task
 func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int) {
     switch (mode, variant) {
     case ("mainActorMap", let variant?):
@@ -51,6 +55,15 @@ func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int
                     value = await counter.plain(index)
                 }
                 if value != index &+ 1 { fail("actorMap: wrong value") }
+            }
+        }
+    case ("actorRetry", let variant?), ("actorAll", let variant?):
+        let host = ProfileActor()
+        let retry = mode == "actorRetry"
+        runInTask {
+            for index in 0..<iterations {
+                let value = retry ? await host.retried(index, variant: variant) : await host.gathered(variant: variant)
+                if value != (retry ? index : 6) { fail("\(mode): wrong value") }
             }
         }
     case ("retry", let variant?):
@@ -118,4 +131,20 @@ actor ProfileActor {
     }
 
     func plain(_ value: Int) -> Int { value &+ 1 }
+
+    /// A retry on this actor whose first attempt fails and second succeeds, awaited.
+    func retried(_ value: Int, variant: FutureVariant) async -> Int {
+        struct Failed: Error {}
+        let retried = Future<Int>.retry(attempts: 2, variant: variant, on: self) { attempt in
+            attempt == 1 ? .failed(Failed(), variant: variant) : .succeeded(value, variant: variant)
+        }
+        return (try? await retried.value) ?? -1
+    }
+
+    /// A bounded `all` on this actor over 4 makers of complete futures, awaited: their sum.
+    func gathered(variant: FutureVariant) async -> Int {
+        let makers: [() -> Future<Int>] = (0..<4).map { value in { .succeeded(value, variant: variant) } }
+        let values = (try? await Future.all(makers, maxConcurrent: 2, on: self).value) ?? []
+        return values.reduce(0, &+)
+    }
 }

@@ -468,6 +468,7 @@ let usage =
     + " | FastFutureProfile <awaitLate|runOn|task|zip3|cascade> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <mainActorMap|actorMap> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
+    + " | FastFutureProfile <actorRetry|actorAll> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
@@ -549,6 +550,8 @@ case ("mainActorMap", "nio"), ("actorMap", "nio"), ("retry", "nio"), ("boundedAl
     fail(usage)
 case ("mainActorMap", _), ("actorMap", _), ("retry", _), ("boundedAll", _), ("timeoutClock", _), ("succeededAfter", _):
     moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
+case ("actorRetry", "nio"), ("actorAll", "nio"), ("actorRetry", "tasks"), ("actorAll", "tasks"): fail(usage)
+case ("actorRetry", _), ("actorAll", _): moreEntryPoint(arguments[1], variant, iterations)
 case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
     fail(usage)
 case ("fanIn", _): fanIn(variant, iterations)

@@ -42,6 +42,7 @@ extension Future {
     ///   capturing `self` would). To see the result after the body ran, await a future derived
     ///   with ``map(on:_:)-(Actor,_)``: `value` waiters are woken as soon as the result exists,
     ///   before any body runs.
+    @inlinable
     public func whenComplete(
         on actor: isolated any Actor,
         _ body: @escaping (Result<Value, any Error>) -> Void
@@ -59,12 +60,14 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it.
     ///   - body: The callback, isolated to `actor`; not called if the future fails.
     /// - Note: Runs later, as a task on `actor` (see ``whenComplete(on:_:)-(Actor,_)``).
+    @inlinable
     public func whenSuccess(
         on actor: isolated any Actor,
         _ body: @escaping (Value) -> Void
     ) {
-        _isolatedCallback(on: _IsolatedQueue.queue(for: actor)) { result in
-            if case .success(let value) = result { body(value) }
+        let body = _ActorIsolated(body)
+        _isolatedRegister(on: _IsolatedQueue.queue(for: actor), consumer: true) { source in
+            if case .success(let value) = Self._isolatedResult(source) { body.value(value) }
         }
     }
 
@@ -75,12 +78,14 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it.
     ///   - body: The callback, isolated to `actor`; not called if the future succeeds.
     /// - Note: Runs later, as a task on `actor` (see ``whenComplete(on:_:)-(Actor,_)``).
+    @inlinable
     public func whenFailure(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> Void
     ) {
-        _isolatedCallback(on: _IsolatedQueue.queue(for: actor)) { result in
-            if case .failure(let error) = result { body(error) }
+        let body = _ActorIsolated(body)
+        _isolatedRegister(on: _IsolatedQueue.queue(for: actor), consumer: true) { source in
+            if case .failure(let error) = Self._isolatedResult(source) { body.value(error) }
         }
     }
 
@@ -96,6 +101,7 @@ extension Future {
     ///   - transform: Maps the value on `actor`. Not called if this future fails; a thrown error
     ///     fails the returned future.
     /// - Returns: The derived future, completed on `actor` after `transform` returned.
+    @inlinable
     public func map<U: Sendable>(
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> U
@@ -113,6 +119,7 @@ extension Future {
     ///     error fails the returned future.
     /// - Returns: The derived future. Cancelling it forwards the cancellation to this future, or the inner future once
     ///   there is one.
+    @inlinable
     public func flatMap<U: Sendable>(
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> Future<U>
@@ -128,6 +135,7 @@ extension Future {
     ///   - body: Makes a value from the error (including `CancellationError`) on `actor`. Not
     ///     called on success; a thrown error fails the returned future.
     /// - Returns: The derived future.
+    @inlinable
     public func recover(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) throws -> Value
@@ -144,6 +152,7 @@ extension Future {
     ///   - body: Makes the next future from the error, on `actor`. Not called on success; a thrown
     ///     error fails the returned future.
     /// - Returns: The derived future.
+    @inlinable
     public func flatMapError(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) throws -> Future<Value>
@@ -158,6 +167,7 @@ extension Future {
     ///   - actor: The actor `body` runs on; the caller must be isolated to it.
     ///   - body: Maps the error, on `actor`. Not called on success.
     /// - Returns: The derived future.
+    @inlinable
     public func mapError(
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> any Error
@@ -174,6 +184,7 @@ extension Future {
     ///   - body: The side effect, on `actor`. It runs even if the returned future was cancelled
     ///     meanwhile.
     /// - Returns: The derived future, completed after `body` returned.
+    @inlinable
     @discardableResult
     public func always(
         on actor: isolated any Actor,
@@ -194,9 +205,11 @@ extension Future {
 ///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor, inside
 ///   `MainActor.assumeIsolated`. So the value is only ever touched while that actor is running,
 ///   one job at a time.
+@usableFromInline
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
-    let value: Wrapped
+    @usableFromInline let value: Wrapped
 
+    @inlinable
     init(_ value: Wrapped) {
         self.value = value
     }
@@ -214,6 +227,7 @@ extension Future {
     ///   - variant: The variant of the returned futures.
     ///   - make: The maker, formed in the actor's isolation; called only by the queue's drain.
     /// - Returns: The maker to hand to FastFuture's drivers.
+    @inlinable
     internal static func _onActor<Input: Sendable>(
         _ queue: _IsolatedQueue,
         variant: FutureVariant,

@@ -75,6 +75,7 @@ extension Future {
     ///   ``whenComplete(on:_:)-(Actor,_)``), never inside this call: each costs a hop to the
     ///   actor and a small future that follows the maker's future. Cancelling the result before
     ///   a maker has run skips it.
+    @inlinable
     public static func all(
         _ makers: [() -> Future<Value>],
         maxConcurrent: Int,

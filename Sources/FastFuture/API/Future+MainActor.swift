@@ -35,11 +35,13 @@ extension Future {
     ///   one future always keep their order). Costs a small entry, and a callback on the future
     ///   for its first main-actor body; completions that come close together share one
     ///   main-queue block, whose work is proportional to the bodies it runs.
+    @inlinable
     public func whenComplete(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) {
-        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
+        _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
+            let result = Self._isolatedResult(source)
             MainActor.assumeIsolated { body(result) }
         }
     }
@@ -55,12 +57,13 @@ extension Future {
     ///   - body: The callback, isolated to the main actor; not called if the future fails.
     /// - Note: Runs later, on the main queue, in registration order (see
     ///   ``whenComplete(on:_:)-(MainActorExecutor,_)``).
+    @inlinable
     public func whenSuccess(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Value) -> Void
     ) {
-        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
-            if case .success(let value) = result { MainActor.assumeIsolated { body(value) } }
+        _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
+            if case .success(let value) = Self._isolatedResult(source) { MainActor.assumeIsolated { body(value) } }
         }
     }
 
@@ -71,12 +74,13 @@ extension Future {
     ///   - executor: `.mainActor`.
     ///   - body: The callback, isolated to the main actor; not called if the future succeeds.
     /// - Note: Runs later, on the main queue, in registration order.
+    @inlinable
     public func whenFailure(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> Void
     ) {
-        _isolatedCallback(on: _IsolatedQueue.mainActor) { result in
-            if case .failure(let error) = result { MainActor.assumeIsolated { body(error) } }
+        _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
+            if case .failure(let error) = Self._isolatedResult(source) { MainActor.assumeIsolated { body(error) } }
         }
     }
 
@@ -91,6 +95,7 @@ extension Future {
     ///   - transform: Maps the value on the main actor. Not called if this future fails; a thrown
     ///     error fails the returned future.
     /// - Returns: The derived future, completed on the main actor after `transform` returned.
+    @inlinable
     public func map<U: Sendable>(
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> U
@@ -108,6 +113,7 @@ extension Future {
     ///     a thrown error fails the returned future.
     /// - Returns: The derived future. Cancelling it forwards the cancellation to this future, or the inner future once
     ///   there is one.
+    @inlinable
     public func flatMap<U: Sendable>(
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> Future<U>
@@ -123,6 +129,7 @@ extension Future {
     ///   - body: Makes a value from the error (including `CancellationError`), on the main actor.
     ///     Not called on success; a thrown error fails the returned future.
     /// - Returns: The derived future.
+    @inlinable
     public func recover(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Value
@@ -139,6 +146,7 @@ extension Future {
     ///   - body: Makes the next future from the error, on the main actor. Not called on success; a thrown
     ///     error fails the returned future.
     /// - Returns: The derived future.
+    @inlinable
     public func flatMapError(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Future<Value>
@@ -153,6 +161,7 @@ extension Future {
     ///   - executor: `.mainActor`
     ///   - body: Maps the error, on the main actor. Not called on success.
     /// - Returns: The derived future.
+    @inlinable
     public func mapError(
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> any Error
@@ -169,6 +178,7 @@ extension Future {
     ///   - body: The side effect, on the main actor. It runs even if the returned future was cancelled
     ///     meanwhile.
     /// - Returns: The derived future, completed after `body` returned.
+    @inlinable
     @discardableResult
     public func always(
         on executor: MainActorExecutor,

@@ -186,6 +186,7 @@ extension Future {
     ///   (see ``whenComplete(on:_:)-(Actor,_)``), never inside this call: each costs a hop to the
     ///   actor and a small future that follows the attempt's future. Cancelling the retry
     ///   cancels the attempt in flight, or skips a `make` that has not run yet.
+    @inlinable
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,

@@ -53,13 +53,13 @@ public struct MainActorExecutor: FutureExecutor {
 extension Future {
     /// `whenComplete`/`whenSuccess`/`whenFailure` with `.mainActor` passed generically: the path
     /// of the main-actor overloads (see ``MainActorExecutor``).
-    @usableFromInline
+    @inlinable
     internal func _whenCompleteOnMainActor(_ body: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         _isolatedCallback(on: _IsolatedQueue.mainActor, body)
     }
 
     /// A step with `.mainActor` passed generically: the path of the main-actor overloads.
-    @usableFromInline
+    @inlinable
     internal func _mainActorStep<Body: _StepBody>(_ body: Body) -> Future<Body.Output> where Body.Input == Value {
         _isolatedStep(body, _IsolatedQueue.mainActor)
     }

@@ -15,7 +15,7 @@ import Dispatch
 ///
 /// The bodies of one future form a *group*, with one callback on the future for all of them.
 /// The queue sees a future complete when that callback reports it, or when a registration finds
-/// the future complete (`peek()`) - whichever comes first; the group then moves, whole, from
+/// the future complete (`isComplete`) - whichever comes first; the group then moves, whole, from
 /// `pending` to `ready`. Pending groups are never looked at again until then, so the work of a
 /// completion is proportional to the bodies it makes ready, not to the bodies still pending:
 ///
@@ -23,9 +23,10 @@ import Dispatch
 ///                                  (a new group: one callback on the future)
 ///     register, future complete ──▶ body numbered, added to the future's group (or a new
 ///                                   one), which moves to `ready` now; schedule a drain
-///     the callback runs ──▶ group.result = result; the group moves to `ready` (unless a
-///                           registration moved it first); schedule a drain
-///     drain (on the domain) ──▶ takes every ready group; runs their bodies in number order
+///     the callback runs ──▶ the group retains its future, now complete, and moves to `ready`
+///                           (unless a registration moved it first); schedule a drain
+///     drain (on the domain) ──▶ takes every ready group; runs their bodies in number order,
+///                               each reading the result from its group's future; releases it
 ///     future dropped pending ──▶ the callback is released unrun: its token removes the group
 ///                                and releases its bodies at once
 ///
@@ -49,6 +50,10 @@ import Dispatch
 /// complete future, say) schedule a drain of their own, so other work on the domain gets a turn
 /// between passes instead of waiting for a body that keeps re-registering itself.
 ///
+/// Not generic: the bodies are closures made by the registering caller (`Future._isolatedRegister`,
+/// inlinable, specialized there), so that the queue, its groups and a drain run no generic code
+/// and look no type metadata up (`bench-results/floor.md`).
+///
 /// Nested: a body that drains its own domain (`drainUntilIdle`, `IsolatedWork`'s call) runs the
 /// bodies its drain took and has not run yet with the ones that became ready since, by number -
 /// those registered earlier first - and the outer drain then skips the bodies that ran.
@@ -60,15 +65,16 @@ import Dispatch
 ///   domain, one at a time. `inFlight` is read and written only by drains, on the domain. Bodies
 ///   run, and are released, outside the lock, on the domain (or, abandoned, where their future
 ///   goes away), so user code never runs under it.
+@usableFromInline
 internal final class _IsolatedQueue: @unchecked Sendable {
     private let lock = _DriverLock()
     /// The groups whose future the queue has not seen complete yet, by future identity. A group
     /// is here from its first registration until its callback runs or is released unrun, or a
     /// registration finds its future complete - while the future is alive (the registering call
     /// holds it, then the callback): an identity is never reused while it is a key.
-    private var pending: [ObjectIdentifier: any _IsolatedReady] = [:]
+    private var pending: [ObjectIdentifier: _IsolatedGroup] = [:]
     /// The groups whose future the queue has seen complete, for the next drain.
-    private var ready: [any _IsolatedReady] = []
+    private var ready: [_IsolatedGroup] = []
     #if DEBUG
         /// Debug builds: the identity of each group's future in `ready`, in the same order (for
         /// work `submit` made ready: the future it completes, if it named one): what a `wait()` on the main thread compares with
@@ -91,7 +97,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     private var drains = 0
     /// The groups that the drains running now took, outermost first (on the domain only): what a
     /// drain nested in a body finds not run yet (see the type's comment, "Nested").
-    private var inFlight: [any _IsolatedReady] = []
+    private var inFlight: [_IsolatedGroup] = []
 
     init(submitDrain: (@Sendable () -> Void)? = nil) { self.submitDrain = submitDrain }
 
@@ -104,6 +110,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     // MARK: Domains
 
     /// The main actor's queue: drains on the main queue, the main actor's executor.
+    @usableFromInline
     static let mainActor: _IsolatedQueue = {
         let queue = _IsolatedQueue()
         queue.submitDrain = {
@@ -128,6 +135,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     ///
     /// - Parameter actor: The actor.
     /// - Returns: The actor's queue (made now if it has none).
+    @usableFromInline
     static func queue(for actor: isolated any Actor) -> _IsolatedQueue {
         if ObjectIdentifier(actor) == ObjectIdentifier(MainActor.shared) { return mainActor }
         if let queue = actorQueues.queue(for: actor) { return queue }
@@ -155,88 +163,69 @@ internal final class _IsolatedQueue: @unchecked Sendable {
 
     // MARK: Registering and draining
 
-    /// Adds `body`, run on this queue's domain with `future`'s result once it is complete, to the
-    /// future's group here, registering the group's callback if the group is new.
-    ///
-    /// A future that is complete already makes its group ready at once, whether or not its
-    /// callback has reported the completion yet (the completer may still be running earlier
-    /// callbacks): then no body registered after this call can overtake the group's bodies.
+    /// Adds `body`, run on this queue's domain once `future` is complete, to the future's group
+    /// here: the non-generic half of `Future._isolatedRegister` (which makes `body` in the caller
+    /// and pushes the future's registrations). Under the lock: numbers the body, adds it to the
+    /// future's pending group or makes a new one, and, if `isComplete()` (an atomic load, no user
+    /// code), moves the group to `ready` at once, whether or not its callback has reported the
+    /// completion yet (the completer may still be running earlier callbacks): then no body
+    /// registered after this call can overtake the group's bodies.
     ///
     /// - Parameters:
-    ///   - future: The future whose result `body` takes.
-    ///   - body: Runs on the domain, once, unless the future is dropped while pending.
-    ///   - consumer: Whether `body` is a callback (`whenComplete`/`whenSuccess`/`whenFailure`):
-    ///     then the future is wanted while the body waits, and a forwarded cancellation leaves it
-    ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it. The
-    ///     group's registration on the future is a consumer if its first body is a callback's
-    ///     (`_IsolatedWatch`), else an observer (`_IsolatedStepsWatch`); the first callback that
-    ///     joins a group of steps' bodies registers a consumer of its own (`_ConsumerInterest`),
-    ///     and so does one that joins a group whose consumer registration another thread has not
-    ///     pushed yet: this call never returns before a consumer for `body` is on the future.
-    func register<Value: Sendable>(
-        on future: Future<Value>,
-        consumer: Bool = false,
-        _ body: @escaping (Result<Value, any Error>) -> Void
-    ) {
+    ///   - future: The future whose result `body` takes (held strongly only once it is complete).
+    ///   - consumer: Whether `body` is a callback's (see `Future._isolatedRegister`).
+    ///   - isComplete: Whether `future` is complete (called under the lock).
+    ///   - body: Runs on the domain, once, with `future`, unless the future is dropped pending.
+    /// - Returns: A token for a new group, whose registration the caller pushes on the future
+    ///   (`nil` if the body joined a group, or the future was complete); and a group that the
+    ///   caller must push a consumer's interest for and then mark (`consumerRegistered()`).
+    @usableFromInline
+    internal func _add(
+        on future: AnyObject,
+        consumer: Bool,
+        isComplete: () -> Bool,
+        _ body: @escaping _IsolatedGroup.Body
+    ) -> (token: _IsolatedToken?, joined: _IsolatedGroup?) {
         let key = ObjectIdentifier(future)
-        let (added, submit, joined) = lock.withLock {
-            () -> (_IsolatedGroup<Value>?, Bool, _IsolatedGroup<Value>?) in
+        let (added, submit, joined) = lock.withLock { () -> (_IsolatedGroup?, Bool, _IsolatedGroup?) in
             let number = nextNumber
             nextNumber &+= 1
-            let group: _IsolatedGroup<Value>
+            let group: _IsolatedGroup
             let isNew: Bool
             var needsConsumer = false
             if let waiting = pending[key] {
-                // Its key is `future`, alive: the same object, so the same `Value`.
-                group = unsafeDowncast(waiting, to: _IsolatedGroup<Value>.self)
+                group = waiting
                 needsConsumer = group.add(body, number: number, consumer: consumer)
                 isNew = false
             } else {
-                group = _IsolatedGroup<Value>(body, number: number, consumer: consumer)
+                group = _IsolatedGroup(body, number: number, consumer: consumer)
                 isNew = true
             }
-            if let result = future.peek() {  // an atomic load and a copy: no user code
+            if isComplete() {
                 if !isNew { pending[key] = nil }  // its token still holds it: nothing is released
-                return (nil, makeReady(group, of: key, with: result), nil)
+                return (nil, makeReady(group, of: key, source: future), nil)
             }
             if isNew { pending[key] = group }
             return (isNew ? group : nil, false, needsConsumer ? group : nil)
         }
         if submit { submitDrain() }
-        if let joined {
-            // A callback joining a group with no consumer registration on the future yet: one of
-            // steps' bodies only (its registration is an observer), or one whose consumer
-            // registration another thread is pushing after the lock. This callback's interest
-            // goes on the future's stack, as any callback's does - pushed before this call
-            // returns, so a forwarded cancellation's scan sees it or fails its final
-            // compare-and-swap on the push; registered after that CAS, it is a registration on a
-            // cancelled future and sees the cancellation.
-            future._register(_ConsumerInterest<Value>())
-            joined.consumerRegistered()
-        }
-        guard let added else { return }
-        // Outside the lock: the callback may run at once (the future may have completed since).
-        let token = _IsolatedToken(queue: self, group: added, key: key)
-        if consumer {
-            future._register(_IsolatedWatch(token: token))
-            added.consumerRegistered()
-        } else {
-            future._register(_IsolatedStepsWatch(token: token))
-        }
+        guard let added else { return (nil, joined) }
+        // Unretained: the token is on `future`'s own stack, and reads `future` only while it
+        // runs there (see `_IsolatedToken.source`).
+        return (_IsolatedToken(queue: self, group: added, key: key, source: future), joined)
     }
 
-    /// Under the lock: gives `group` its result and appends it to `ready`.
+    /// Under the lock: gives `group` its complete future and appends it to `ready`.
     ///
-    /// - Parameter future: The identity of the group's future (for work `submit` made ready: of
-    ///   the future it completes, or `nil`).
+    /// - Parameters:
+    ///   - future: The identity of the group's future (for work `submit` made ready: of the
+    ///     future it completes, or `nil`).
+    ///   - source: What the group's bodies are called with: its complete future (`nil` for
+    ///     `submit`'s work).
     /// - Returns: Whether the caller must submit a drain (after unlocking).
-    private func makeReady<Value: Sendable>(
-        _ group: _IsolatedGroup<Value>,
-        of future: ObjectIdentifier?,
-        with result: Result<Value, any Error>
-    ) -> Bool {
+    private func makeReady(_ group: _IsolatedGroup, of future: ObjectIdentifier?, source: AnyObject?) -> Bool {
         group.isReady = true
-        group.result = result
+        group.source = source
         ready.append(group)
         #if DEBUG
             readyFutures.append(future)
@@ -249,23 +238,19 @@ internal final class _IsolatedQueue: @unchecked Sendable {
 
     /// The group's future completed: move the group to `ready` (unless a registration found the
     /// future complete first), and make sure a drain will run.
-    fileprivate func completed<Value: Sendable>(
-        _ group: _IsolatedGroup<Value>,
-        key: ObjectIdentifier,
-        with result: Result<Value, any Error>
-    ) {
+    fileprivate func completed(_ group: _IsolatedGroup, key: ObjectIdentifier, source: AnyObject) {
         let submit = lock.withLock { () -> Bool in
             if group.isReady { return false }
             pending[key] = nil  // `group` is still held by its token: nothing is released here
-            return makeReady(group, of: key, with: result)
+            return makeReady(group, of: key, source: source)
         }
         if submit { submitDrain() }
     }
 
     /// The group's callback was released unrun (its future went away pending): forget the group
     /// and release its bodies now, outside the lock.
-    fileprivate func abandon<Value: Sendable>(_ group: _IsolatedGroup<Value>, key: ObjectIdentifier) {
-        let bodies = lock.withLock { () -> _IsolatedGroup<Value>.Bodies? in
+    fileprivate func abandon(_ group: _IsolatedGroup, key: ObjectIdentifier) {
+        let bodies = lock.withLock { () -> _IsolatedGroup.Bodies? in
             if group.isReady { return nil }  // never: a ready group's future is complete
             pending[key] = nil  // `group` is still held by its token
             return group.takeBodies()
@@ -283,7 +268,7 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// - Returns: The number of bodies run.
     @discardableResult
     func drain() -> Int {
-        let (taken, kept) = lock.withLock { () -> ([any _IsolatedReady], _IsolatedQueue?) in
+        let (taken, kept) = lock.withLock { () -> ([_IsolatedGroup], _IsolatedQueue?) in
             #if DEBUG
                 readyFutures = []  // `ready`'s futures: `ready` is taken whole below
             #endif
@@ -362,32 +347,23 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     }
 }
 
-/// A group that is ready, as a drain sees it (see `_IsolatedQueue`).
-internal protocol _IsolatedReady: AnyObject, Sendable {
-    /// How many bodies the group holds.
-    var count: Int { get }
-    /// The registration number of the body at `index` (ascending with `index`).
-    func number(at index: Int) -> UInt64
-    /// Runs the body at `index` with the result, and releases it; `false` if it ran already.
-    @discardableResult
-    func run(at index: Int) -> Bool
-    /// Runs every body in order, releasing each, then releases the result.
-    ///
-    /// - Returns: The number of bodies run (a nested drain may have run some).
-    func runAll() -> Int
-    /// Releases the result (after the bodies ran).
-    func clear()
-}
-
-/// The bodies registered on one `Future<Value>` for one domain, with one callback on the future.
+/// The bodies registered on one future for one domain, with one callback on the future. Not
+/// generic: each body is a closure made in the caller (`Future._isolatedRegister`, specialized
+/// there) that reads the result from the complete future it is called with, so a drain - and
+/// everything the queue does - runs no generic code and looks no metadata up.
 ///
 /// - Note: `@unchecked Sendable`: its state is read and written under the queue's lock while the
 ///   group is in the queue's `pending` or `ready`; after a drain took it from `ready` (under the
-///   lock), only that drain, on the domain, touches its bodies and result. `isReady` is written
-///   once, under the lock, before the group enters `ready`, and read only under the lock. An
-///   abandoned group is emptied under the lock and never touched again. `_consumer` is atomic.
-internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked Sendable {
-    typealias Body = (Result<Value, any Error>) -> Void
+///   lock), only that drain, on the domain, touches its bodies and source. `isReady` and
+///   `source` are written once, under the lock, before the group enters `ready`; `isReady` is
+///   read only under the lock. An abandoned group is emptied under the lock and never touched
+///   again. `_consumer` is atomic.
+@usableFromInline
+internal final class _IsolatedGroup: @unchecked Sendable {
+    /// A body: called, on the domain, with the group's complete future (`nil` for `submit`'s
+    /// work, which takes none).
+    @usableFromInline
+    typealias Body = (AnyObject?) -> Void
     /// The bodies with their registration numbers: the first inline (most futures have one body
     /// per domain), the others in `more`.
     typealias Bodies = (first: Body?, more: [(number: UInt64, body: Body?)])
@@ -402,9 +378,11 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
     var _consumer: ff_atomic_word
     private let firstNumber: UInt64
     private var bodies: Bodies
-    /// Set, with `result`, when the group moves to the queue's `ready`; never reset.
+    /// Set, with `source`, when the group moves to the queue's `ready`; never reset.
     fileprivate var isReady = false
-    fileprivate var result: Result<Value, any Error>?
+    /// The group's future, complete (retained from when the group is ready until the drain
+    /// that ran its bodies clears it): what its bodies read the result from.
+    fileprivate var source: AnyObject?
 
     static var noConsumer: UInt { 0 }
     static var consumerPushing: UInt { 1 }
@@ -425,7 +403,7 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
     /// - Returns: Whether it is a callback's body in a group that has no consumer registration
     ///   on the future yet - one of steps' bodies only, or one whose registration another thread
     ///   is still pushing: then the caller registers the callback's interest on the future
-    ///   before it returns, and calls `consumerRegistered()` (see `_IsolatedQueue.register`).
+    ///   before it returns, and calls `consumerRegistered()` (see `Future._isolatedRegister`).
     ///   A callback that joined while the push was under way, counting on it, would return
     ///   with nothing on the future that wants it, and a forwarded cancellation after that
     ///   would cancel the future under it.
@@ -442,6 +420,7 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
 
     /// A consumer's registration for the group's callbacks is on the future (pushed by the
     /// caller): later callbacks that join need none of their own. Outside the queue's lock.
+    @usableFromInline
     func consumerRegistered() {
         // release (acq_rel: the shim has no release store): publishes the push to `add`.
         _ = ff_atomic_word_exchange_acq_rel(consumerWord, Self.consumerPushed)
@@ -453,12 +432,15 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
         return bodies
     }
 
+    /// How many bodies the group holds.
     var count: Int { 1 + bodies.more.count }
 
+    /// The registration number of the body at `index` (ascending with `index`).
     func number(at index: Int) -> UInt64 {
         index == 0 ? firstNumber : bodies.more[index - 1].number
     }
 
+    /// Runs the body at `index` with the source, and releases it; `false` if it ran already.
     @discardableResult
     func run(at index: Int) -> Bool {
         let body: Body?
@@ -469,11 +451,14 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
             body = bodies.more[index - 1].body
             bodies.more[index - 1].body = nil
         }
-        guard let body, let result else { return false }
-        body(result)
+        guard let body else { return false }  // only a drain runs it: the group is ready
+        body(source)
         return true
     }
 
+    /// Runs every body in order, releasing each, then releases the source.
+    ///
+    /// - Returns: The number of bodies run (a nested drain may have run some).
     func runAll() -> Int {
         var ran = 0
         for index in 0..<count where run(at: index) { ran += 1 }
@@ -481,9 +466,10 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
         return ran
     }
 
+    /// Releases the source (after the bodies ran).
     func clear() {
         bodies.more = []
-        result = nil
+        source = nil
     }
 }
 
@@ -492,21 +478,30 @@ internal final class _IsolatedGroup<Value: Sendable>: _IsolatedReady, @unchecked
 ///
 /// - Note: `@unchecked Sendable`: `fired` is written by the one thread that runs the callback,
 ///   before that thread releases the callback (and so this token); `deinit` reads it after.
-internal final class _IsolatedToken<Value: Sendable>: @unchecked Sendable {
+///   `source` is read only by `fire()`, which runs on the future's stack while the future runs
+///   its callbacks: alive then (its completer, or the trampoline running the list, holds it).
+@usableFromInline
+internal final class _IsolatedToken: @unchecked Sendable {
     let queue: _IsolatedQueue
-    let group: _IsolatedGroup<Value>
+    @usableFromInline let group: _IsolatedGroup
     let key: ObjectIdentifier
+    /// The group's future, unretained: this token is on that future's stack (a retain would be
+    /// a cycle, and the future could never go away pending).
+    unowned(unsafe) let source: AnyObject
     var fired = false
 
-    init(queue: _IsolatedQueue, group: _IsolatedGroup<Value>, key: ObjectIdentifier) {
+    init(queue: _IsolatedQueue, group: _IsolatedGroup, key: ObjectIdentifier, source: AnyObject) {
         self.queue = queue
         self.group = group
         self.key = key
+        self.source = source
     }
 
-    func fire(_ result: Result<Value, any Error>) {
+    /// The future completed (called from its callback, while it runs them).
+    @usableFromInline
+    func fire() {
         fired = true
-        queue.completed(group, key: key, with: result)
+        queue.completed(group, key: key, source: source)
     }
 
     deinit {
@@ -580,16 +575,24 @@ private final class _ActorQueueTable: @unchecked Sendable {
 extension Future {
     /// A callback whose body runs on `queue`'s domain (`whenComplete`/`whenSuccess`/`whenFailure`
     /// on the main actor - however `.mainActor` is passed - or on an actor): a consumer, which
-    /// keeps this future wanted while it waits (see `_IsolatedQueue.register`). Every isolated
+    /// keeps this future wanted while it waits (see `_isolatedRegister`). Every isolated
     /// callback registers through here.
     ///
     /// - Parameters:
     ///   - queue: The domain's queue.
     ///   - body: The callback's body; it runs only from `queue`'s drain.
+    @inlinable
     internal func _isolatedCallback(
         on queue: _IsolatedQueue, _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
-        queue.register(on: self, consumer: true, body)
+        _isolatedRegister(on: queue, consumer: true) { source in body(Self._isolatedResult(source)) }
+    }
+
+    /// The result of the complete future a group's body is called with (see `_IsolatedGroup.Body`):
+    /// this type's, since the group is this future's.
+    @inlinable @inline(__always)
+    internal static func _isolatedResult(_ source: AnyObject?) -> Result<Value, any Error> {
+        unsafeDowncast(source.unsafelyUnwrapped, to: Future<Value>.self).peek().unsafelyUnwrapped
     }
 
     /// A step whose body runs on `queue`'s domain (main actor or actor overloads).
@@ -598,15 +601,65 @@ extension Future {
     ///   - body: The step's body; it runs only from `queue`'s drain.
     ///   - queue: The domain's queue.
     /// - Returns: The derived future.
+    @inlinable
     internal func _isolatedStep<Body: _StepBody>(_ body: Body, _ queue: _IsolatedQueue) -> Future<Body.Output>
     where Body.Input == Value {
         let derived = Future<Body.Output>(_pendingVariant: variant, upstream: self)
         let step = _Step(derived: derived, body: body, on: InlineExecutor())
-        queue.register(on: self) { result in step.run(with: result, node: nil) }
+        _isolatedRegister(on: queue, consumer: false) { source in
+            step.run(with: Self._isolatedResult(source), node: nil)
+        }
         // The step's interest in this future, for a forwarded cancellation's scan: the group's
-        // registration stands for callbacks only (see `_IsolatedQueue.register`).
+        // registration stands for callbacks only (see `_isolatedRegister`).
         _register(_DerivedInterest<Value, Body.Output>(derived: derived))
         return derived
+    }
+
+    /// Adds `body`, run on `queue`'s domain with this future's result once it is complete, to
+    /// the future's group there, registering the group's callback if the group is new. The
+    /// front, specialized in the caller: it makes the body the queue keeps (a closure that reads
+    /// the result from the complete future) and pushes the registrations on this future; the
+    /// queue's bookkeeping (`_IsolatedQueue._add`) is not generic.
+    ///
+    /// - Parameters:
+    ///   - queue: The domain's queue.
+    ///   - consumer: Whether `body` is a callback (`whenComplete`/`whenSuccess`/`whenFailure`):
+    ///     then the future is wanted while the body waits, and a forwarded cancellation leaves it
+    ///     alone (see `_Interest`). A step's body is not: its derived future speaks for it. The
+    ///     group's registration on the future is a consumer if its first body is a callback's
+    ///     (`_IsolatedWatch`), else an observer (`_IsolatedStepsWatch`); the first callback that
+    ///     joins a group of steps' bodies registers a consumer of its own (`_ConsumerInterest`),
+    ///     and so does one that joins a group whose consumer registration another thread has not
+    ///     pushed yet: this call never returns before a consumer for `body` is on the future.
+    ///   - body: Runs on the domain, once, unless the future is dropped while pending, with this
+    ///     future, complete (`_isolatedResult` reads its result): made by the caller, so that
+    ///     the queue keeps and calls it without knowing `Value`.
+    @inlinable
+    internal func _isolatedRegister(
+        on queue: _IsolatedQueue,
+        consumer: Bool,
+        _ body: @escaping _IsolatedGroup.Body
+    ) {
+        let (token, joined) = queue._add(on: self, consumer: consumer, isComplete: { self.isComplete }, body)
+        if let joined {
+            // A callback joining a group with no consumer registration on the future yet: one of
+            // steps' bodies only (its registration is an observer), or one whose consumer
+            // registration another thread is pushing after the lock. This callback's interest
+            // goes on the future's stack, as any callback's does - pushed before this call
+            // returns, so a forwarded cancellation's scan sees it or fails its final
+            // compare-and-swap on the push; registered after that CAS, it is a registration on a
+            // cancelled future and sees the cancellation.
+            _register(_ConsumerInterest<Value>())
+            joined.consumerRegistered()
+        }
+        guard let token else { return }
+        // Outside the lock: the callback may run at once (the future may have completed since).
+        if consumer {
+            _register(_IsolatedWatch<Value>(token: token))
+            token.group.consumerRegistered()
+        } else {
+            _register(_IsolatedStepsWatch<Value>(token: token))
+        }
     }
 }
 
@@ -614,15 +667,22 @@ extension Future {
 /// actor queue's group): wants the source's result while `derived` is unclaimed
 /// (`_Interest.derived`), and does nothing when it runs. One node per such step (none when it
 /// takes the embedded node).
-private struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registration {
-    typealias Source = Value
+@usableFromInline
+internal struct _DerivedInterest<Value: Sendable, Output: Sendable>: _Registration {
+    @usableFromInline typealias Source = Value
     /// First: the future a withdrawal's scan reads.
-    let derived: Future<Output>
+    @usableFromInline let derived: Future<Output>
 
+    @inlinable
+    init(derived: Future<Output>) { self.derived = derived }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
+    @inlinable
     static var _interest: UInt8 { _Interest.derived }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
 
@@ -639,8 +699,8 @@ extension _IsolatedQueue {
         let submit = lock.withLock { () -> Bool in
             let number = nextNumber
             nextNumber &+= 1
-            let group = _IsolatedGroup<Void>({ _ in work() }, number: number, consumer: false)
-            return makeReady(group, of: future.map(ObjectIdentifier.init), with: .success(()))
+            let group = _IsolatedGroup({ _ in work() }, number: number, consumer: false)
+            return makeReady(group, of: future.map(ObjectIdentifier.init), source: nil)
         }
         if submit { submitDrain() }
     }
@@ -651,41 +711,79 @@ extension _IsolatedQueue {
 /// `_IsolatedStepsWatch`), or one whose consumer registration another thread has not pushed yet
 /// (see `_IsolatedGroup.add`): a consumer (`_Interest.consumer`, the default) that does nothing
 /// when it runs - the callback's body runs from the group.
-private struct _ConsumerInterest<Value: Sendable>: _Registration {
-    typealias Source = Value
+@usableFromInline
+internal struct _ConsumerInterest<Value: Sendable>: _Registration {
+    @usableFromInline typealias Source = Value
 
+    @inlinable
+    init() {}
+
+    @inlinable
     static var _embeddable: Bool { true }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {}
 }
 
-/// A queue's registration on a future for a group made for a callback's body: hands the result
-/// to the group's token. A consumer (`_Interest.consumer`, the default): the future is wanted
-/// while the callback waits in the group.
+/// A queue's registration on a future for a group made for a callback's body: reports the
+/// completion to the group's token (the bodies read the result from the future). A consumer
+/// (`_Interest.consumer`, the default): the future is wanted while the callback waits in the
+/// group.
+@usableFromInline
 internal struct _IsolatedWatch<Value: Sendable>: _Registration {
-    typealias Source = Value
-    let token: _IsolatedToken<Value>
+    @usableFromInline typealias Source = Value
+    @usableFromInline let token: _IsolatedToken
 
+    @inlinable
+    init(token: _IsolatedToken) { self.token = token }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
-        token.fire(result)
+        token.fire()
     }
 }
 
-/// A queue's registration on a future for a group made for a step's body: hands the result to
-/// the group's token. An observer (`_Interest.observer`): each step's derived future speaks for
-/// it (`_DerivedInterest`), and a callback that joins the group later registers its own
-/// interest (`_ConsumerInterest`).
+/// A queue's registration on a future for a group made for a step's body: reports the
+/// completion to the group's token. An observer (`_Interest.observer`): each step's derived
+/// future speaks for it (`_DerivedInterest`), and a callback that joins the group later
+/// registers its own interest (`_ConsumerInterest`).
+@usableFromInline
 internal struct _IsolatedStepsWatch<Value: Sendable>: _Registration {
-    typealias Source = Value
-    let token: _IsolatedToken<Value>
+    @usableFromInline typealias Source = Value
+    @usableFromInline let token: _IsolatedToken
 
+    @inlinable
+    init(token: _IsolatedToken) { self.token = token }
+
+    @inlinable
     static var _embeddable: Bool { true }
 
+    @inlinable
     static var _interest: UInt8 { _Interest.observer }
 
+    @inlinable
     func run(with result: Result<Value, any Error>, node: _CallbackNode?) {
-        token.fire(result)
+        token.fire()
+    }
+}
+
+extension _IsolatedQueue {
+    /// Adds `body`, run on this queue's domain with `future`'s result once it is complete (see
+    /// `Future._isolatedRegister`; the tests' and explorer's way in).
+    ///
+    /// - Parameters:
+    ///   - future: The future whose result `body` takes.
+    ///   - consumer: Whether `body` is a callback's (see `Future._isolatedRegister`).
+    ///   - body: Runs on the domain, once, unless the future is dropped while pending.
+    @inlinable
+    internal func register<Value: Sendable>(
+        on future: Future<Value>,
+        consumer: Bool = false,
+        _ body: @escaping (Result<Value, any Error>) -> Void
+    ) {
+        future._isolatedRegister(on: self, consumer: consumer) { source in body(Future._isolatedResult(source)) }
     }
 }
