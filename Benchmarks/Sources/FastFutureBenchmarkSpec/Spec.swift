@@ -182,13 +182,14 @@ private let variantsAndTasks = ["lockFree", "locked", "tasks"]
 
 // Reasons shared by several scenarios.
 private let s4VersusLocked =
-    "noise, not the contention path: lock-free runs 511 instructions per pending callback to locked's 592 "
+    "noise, not the contention path: lock-free runs 505 instructions per pending callback to locked's 586 "
     + "(42 to 128 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
     + "alternating rounds"
 private let s4VersusReference =
-    "the scheduler, not the callback path: per callback lock-free is level with the reference (503 instructions "
+    "the scheduler, not the callback path: per callback lock-free is level with the reference (497 instructions "
     + "per pending callback to 484, 3.0 L1 misses to 1.8 - the node's 80-byte chunk - and no L2 miss; 42 per late "
-    + "one to 14) and one thread doing S4's work at T = 1 takes 0.93x-1.0x its time; with threads, an iteration "
+    + "one to 14; its completer runs 317 to the reference's 299, 2-3 ns more, its registration 10 ns less) and "
+    + "one thread doing S4's work at T = 1 takes 0.93x-1.0x its time; with threads, an iteration "
     + "takes 0.6-0.8 ms more when the completer gets a CPU only after the registrants (all callbacks pending), "
     + "which lock-free's did more often than the reference's in most runs at T = 1 - why, not found (T > 1 not "
     + "profiled apart)"

@@ -175,6 +175,10 @@ internal class _CallbackNode: @unchecked Sendable {
 
     /// Runs every node of an owned FIFO list against `future`, releasing each after it ran.
     /// Cancel handlers run only when `cancelled`; otherwise they are just released.
+    ///
+    /// Two loops: the embedded node is in a list at most once, so the walk compares each node
+    /// with it only until it has met it (from there on, 3 instructions less per node: the compare
+    /// and the link's store, which a heap node, released or re-pushed, never reads again).
     @inlinable
     static func _runList(_ head: UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool) {
         let core = _FutureCore(future)
@@ -189,15 +193,30 @@ internal class _CallbackNode: @unchecked Sendable {
             let link = _nextField(raw)
             _exploreRead(link)
             current = link.pointee
-            link.pointee = nil
             if raw == embeddedNode {
+                // Left empty: `fireIfLoneEmbedded` reads the embedded node's link.
+                link.pointee = nil
                 core.fireEmbedded(source)
-                continue
+                break
             }
-            let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
-            if node._interest != skipped {
-                node._fire(source)
-            }
+            _runHeapNode(raw, source: source, skipped: skipped)
+        }
+        while let raw = current {
+            let link = _nextField(raw)
+            _exploreRead(link)
+            current = link.pointee
+            _runHeapNode(raw, source: source, skipped: skipped)
+        }
+    }
+
+    /// Runs a heap node of an owned list, unless its interest is `skipped`, and releases it (the
+    /// list's reference). Its link is left as it was: nothing reads it again (a node re-armed by
+    /// its run, a `flatMap` step's, is linked anew by the push that takes it).
+    @inlinable @inline(__always)
+    static func _runHeapNode(_ raw: UnsafeMutableRawPointer, source: UnsafeRawPointer, skipped: UInt8) {
+        let node = Unmanaged<_CallbackNode>.fromOpaque(raw).takeRetainedValue()
+        if node._interest != skipped {
+            node._fire(source)
         }
     }
 
