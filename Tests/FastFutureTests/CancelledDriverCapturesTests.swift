@@ -90,30 +90,189 @@ struct CancelledDriverCapturesTests {
         arguments: FutureVariant.allCases)
     func retryCancelledWithSharedAttempt(variant: FutureVariant) throws {
         let deaths = AtomicCount()
+        let calls = AtomicCount()
         let shared = Promise<Int>(variant: variant)
         let otherConsumer = shared.future.map { $0 + 1 }
         let captured = DeinitCounted(deaths, id: 4)
         let retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] _ in
             captured.touch()
+            calls.increment()
             return shared.future
         }
         _ = consume captured
         retried.cancel()
         #expect(!shared.isCancelled, "the other consumer still wants the shared attempt")
         #expect(retried.peek()?.failureValue is CancellationError)
-        // A cancelled `map` of the same shared future lets go of its body here; the retry does not.
-        withKnownIssue(
-            """
-            The retry's registration on the shared attempt (`_RetryWatch`) stays until the attempt \
-            completes, and with it the driver, which holds `make` and `shouldRetry` in `let`s: \
-            released only once the shared attempt completes (never, if it never does).
-            """
-        ) {
-            #expect(deaths.load() == 1, "the cancelled retry keeps make's captures while its shared attempt is pending")
-        }
+        #expect(deaths.load() == 1, "the cancelled retry keeps make's captures while its shared attempt is pending")
         shared.succeed(1)
         #expect(try otherConsumer.peek()?.get() == 2)
-        #expect(deaths.load() == 1)
+        #expect(retried.peek()?.failureValue is CancellationError)
+        #expect(calls.load() == 1)
+    }
+
+    @Test(
+        "retry cancelled while its shared attempt is pending, its watch the attempt's first registration, releases make's captures",
+        arguments: FutureVariant.allCases)
+    func retryCancelledWithSharedAttemptItRegisteredOnFirst(variant: FutureVariant) throws {
+        let deaths = AtomicCount()
+        let shared = Promise<Int>(variant: variant)
+        let captured = DeinitCounted(deaths, id: 5)
+        let retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] _ in
+            captured.touch()
+            return shared.future
+        }
+        _ = consume captured
+        // Registered after the retry's watch, which took the attempt's embedded node (never
+        // unlinked by a withdrawal).
+        let otherConsumer = shared.future.map { $0 + 1 }
+        retried.cancel()
+        #expect(!shared.isCancelled, "the other consumer still wants the shared attempt")
+        #expect(deaths.load() == 1, "the cancelled retry keeps make's captures while its shared attempt is pending")
+        shared.succeed(1)
+        #expect(try otherConsumer.peek()?.get() == 2)
+        #expect(retried.peek()?.failureValue is CancellationError)
+    }
+
+    @Test(
+        "retry cancelled while its shared attempt is pending releases shouldRetry's captures, and the attempt's later failure reaches neither shouldRetry nor make",
+        arguments: FutureVariant.allCases)
+    func retryCancelledWithSharedAttemptThatFailsLater(variant: FutureVariant) throws {
+        let deaths = AtomicCount()
+        let calls = AtomicCount()
+        let asked = AtomicCount()
+        let shared = Promise<Int>(variant: variant)
+        let otherConsumer = shared.future.map { $0 + 1 }
+        let forMake = DeinitCounted(deaths, id: 6)
+        let forShouldRetry = DeinitCounted(deaths, id: 7)
+        let retried = Future<Int>.retry(
+            attempts: 3, delay: .seconds(3600), backoff: .exponential(), variant: variant,
+            while: { [forShouldRetry] _ in
+                forShouldRetry.touch()
+                asked.increment()
+                return true
+            }
+        ) { [forMake] _ in
+            forMake.touch()
+            calls.increment()
+            return shared.future
+        }
+        _ = consume forMake
+        _ = consume forShouldRetry
+        retried.cancel()
+        #expect(deaths.load() == 2, "the cancelled retry keeps the captures of make or shouldRetry")
+        shared.fail(TestFailure(8))
+        #expect(otherConsumer.peek()?.failureValue as? TestFailure == TestFailure(8))
+        #expect(retried.peek()?.failureValue is CancellationError)
+        #expect(calls.load() == 1)
+        #expect(asked.load() == 0, "shouldRetry was asked about a cancelled retry's attempt")
+    }
+
+    @Test(
+        "retry cancelled through the future derived from it (a forwarded cancellation) cancels its attempt and releases make's captures",
+        arguments: FutureVariant.allCases)
+    func retryCancelledThroughADerivedFuture(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        let attempt = Promise<Int>(variant: variant)
+        let captured = DeinitCounted(deaths, id: 9)
+        let retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] _ in
+            captured.touch()
+            return attempt.future
+        }
+        _ = consume captured
+        let derived = retried.map { $0 + 1 }
+        derived.cancel()
+        #expect(retried.isCancelled, "the retry's only consumer gave up: it is cancelled")
+        #expect(attempt.isCancelled)
+        #expect(deaths.load() == 1, "the retry cancelled through its consumer keeps make's captures")
+    }
+
+    @Test(
+        "retry cancelled by its own make lets go of make's captures once make has returned, cancels the attempt it made, and makes no more",
+        arguments: FutureVariant.allCases)
+    func retryCancelledInsideMake(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        let calls = AtomicCount()
+        let first = Promise<Int>(variant: variant)
+        let second = Promise<Int>(variant: variant)
+        let retriedBox = LockedBox<Future<Int>?>(nil)
+        let captured = DeinitCounted(deaths, id: 10)
+        let retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] attempt in
+            captured.touch()
+            calls.increment()
+            guard attempt > 1 else { return first.future }
+            retriedBox.snapshot?.cancel()
+            #expect(deaths.load() == 0, "make's captures were released while make ran")
+            return second.future
+        }
+        _ = consume captured
+        retriedBox.withLock { $0 = retried }
+        first.fail(TestFailure(1))  // attempt 2, on this thread: it cancels the retry
+        #expect(calls.load() == 2)
+        #expect(retried.peek()?.failureValue is CancellationError)
+        #expect(second.isCancelled, "the attempt made as the retry was cancelled is still pending")
+        retriedBox.withLock { $0 = nil }
+        #expect(deaths.load() == 1, "the retry cancelled in make keeps make's captures")
+    }
+
+    @Test(
+        "retry cancelled while it waits on a manual clock releases the clock's callback and the captures of make and shouldRetry",
+        arguments: FutureVariant.allCases)
+    func retryCancelledInClockWaitReleasesEverything(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        let clock = ManualClock()
+        let forMake = DeinitCounted(deaths, id: 11)
+        let forShouldRetry = DeinitCounted(deaths, id: 12)
+        let retried = Future<Int>.retry(
+            attempts: 3, delay: .seconds(1), clock: clock, variant: variant,
+            while: { [forShouldRetry] _ in
+                forShouldRetry.touch()
+                return true
+            }
+        ) { [forMake] attempt in
+            forMake.touch()
+            return .failed(TestFailure(attempt), variant: variant)
+        }
+        _ = consume forMake
+        _ = consume forShouldRetry
+        #expect(deaths.load() == 0)
+        retried.cancel()
+        #expect(deaths.load() == 2, "the retry cancelled in a clock wait keeps the captures of make or shouldRetry")
+        clock.advance(by: .seconds(10))
+        #expect(retried.peek()?.failureValue is CancellationError)
+    }
+
+    /// Makes a retry whose maker runs on this actor (`retry(...on:...)`).
+    actor RetryOwner {
+        func retry(
+            variant: FutureVariant, attempt: Future<Int>, made: Promise<Void>, captured: DeinitCounted
+        ) -> Future<Int> {
+            Future.retry(attempts: 3, variant: variant, on: self) { [captured] _ in
+                captured.touch()
+                made.succeed(())
+                return attempt
+            }
+        }
+
+        /// A job on the actor: once it has run, the job that ran the maker has returned.
+        func settle() {}
+    }
+
+    @Test(
+        "An actor-isolated retry cancelled with its attempt in flight cancels the attempt and releases make's captures",
+        arguments: FutureVariant.allCases)
+    func actorRetryCancelledWithAttemptInFlight(variant: FutureVariant) async throws {
+        let deaths = AtomicCount()
+        let owner = RetryOwner()
+        let attempt = Promise<Int>(variant: variant)
+        let made = Promise<Void>()
+        let retried = await owner.retry(
+            variant: variant, attempt: attempt.future, made: made, captured: DeinitCounted(deaths, id: 14))
+        try await made.future.value
+        await owner.settle()
+        #expect(deaths.load() == 0)
+        retried.cancel()
+        #expect(attempt.isCancelled)
+        #expect(deaths.load() == 1, "the cancelled actor-isolated retry keeps make's captures")
     }
 
     // MARK: all(_:maxConcurrent:)

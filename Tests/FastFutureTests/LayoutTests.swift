@@ -17,7 +17,8 @@ import Testing
         // generic one (a larger registration: a callback that hops to a stored executor).
         let nodes: [_CallbackNode] = [
             _Forward._makeNode(_Forward(derived: future)),
-            _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(_Callback(.complete({ _ in }), on: WideExecutor())),
+            _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(
+                _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
         ]
         #expect(nodes[0] is _SlotNode)
         #expect(nodes[1] is _Node<_Callback<_WhenComplete<Int>, WideExecutor>>)
@@ -156,9 +157,9 @@ import Testing
             let nodes: [_CallbackNode] = [
                 _Forward._makeNode(_Forward(derived: small)),
                 _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(
-                    _Callback(.complete({ _ in }), on: WideExecutor())),
+                    _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
                 _Callback<_WhenComplete<LargeValue>, WideExecutor>._makeNode(
-                    _Callback(.complete({ _ in }), on: WideExecutor())),
+                    _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
             ]
             for node in nodes {
                 let address = UInt(bitPattern: Unmanaged.passUnretained(node).toOpaque())

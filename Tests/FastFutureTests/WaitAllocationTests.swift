@@ -66,8 +66,11 @@ struct WaitAllocationTests {
     /// A throw allocates (the error's box; under Swift Testing, a backtrace kept in a table that
     /// grows now and then), so a wait that times out is measured against one that throws at once
     /// (`timeout: .zero`, before any waiter exists): the same throw from the same function. The
-    /// table's growth lands in one or the other now and then, so the fewest extra mallocs over
-    /// the rounds is what must be 0 (a waiter that allocates adds them to every round).
+    /// table's growth lands in one or the other now and then - in either: the table is shared by
+    /// every thread, so while other tests run in parallel and throw, it grows during either throw
+    /// of a round (a growth in the throw at once makes that round's difference negative) - so
+    /// most rounds, not all, must show no extra malloc: a waiter that allocates adds them to
+    /// every round.
     @Test(
         "wait(timeout:) that times out allocates nothing but the throw, and leaves no waiter",
         arguments: FutureVariant.allCases)
@@ -93,7 +96,9 @@ struct WaitAllocationTests {
             if round > 0 { extra.append(waited.mallocs - atOnce.mallocs) }
             #expect(promise.future._waiterCounts.occupied == 0)
         }
-        #expect(extra.min() == 0, "a timed-out wait(timeout:) made \(extra) mallocs more than a throw at once")
+        #expect(
+            extra.filter { $0 == 0 }.count > extra.count / 2,
+            "a timed-out wait(timeout:) made \(extra) mallocs more than a throw at once")
         promise.succeed(1)
         #expect(try promise.future.wait(timeout: .microseconds(50)) == 1)
     }

@@ -17,7 +17,7 @@ extension Future {
     ) {
         if type(of: executor) == InlineExecutor.self, _runIfLate(body) { return }
         if type(of: executor) == MainActorExecutor.self { return _whenCompleteOnMainActor(body) }
-        _register(_Callback(.complete(body), on: executor))
+        _register(_Callback(_WhenComplete(body), on: executor))
     }
 
     /// Runs `body` with the value if and when the future succeeds.
@@ -38,7 +38,7 @@ extension Future {
         if type(of: executor) == MainActorExecutor.self {
             return _whenCompleteOnMainActor { if case .success(let value) = $0 { body(value) } }
         }
-        _register(_Callback(.success(body), on: executor))
+        _register(_Callback(_WhenSuccess(body), on: executor))
     }
 
     /// Runs `body` with the error if and when the future fails (including by cancellation, with
@@ -60,6 +60,6 @@ extension Future {
         if type(of: executor) == MainActorExecutor.self {
             return _whenCompleteOnMainActor { if case .failure(let error) = $0 { body(error) } }
         }
-        _register(_Callback(.failure(body), on: executor))
+        _register(_Callback(_WhenFailure(body), on: executor))
     }
 }

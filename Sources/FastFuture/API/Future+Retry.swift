@@ -21,7 +21,9 @@ extension Future {
     ///   with the error of the last attempt. Cancelling it cancels the attempt in flight (or the
     ///   pending delay) and stops retrying: `make` is not called again, except that an attempt
     ///   another thread was already starting as the cancel came may still be made (at most
-    ///   one), and is cancelled at once.
+    ///   one), and is cancelled at once. The retry lets go of `make` (and what it captures) at
+    ///   once - or as that call returns -, even while a shared attempt stays for its other
+    ///   consumers.
     /// - Note: Traps if `attempts < 1`. `make(1)` runs on the calling thread before `retry`
     ///   returns; a later attempt runs where the previous attempt failed (its completing
     ///   thread), or, after a non-zero `delay`, on a FastFuture timer thread. No thread waits:
@@ -101,7 +103,8 @@ extension Future {
     /// - Returns: A future that succeeds with the first successful attempt's value, or fails
     ///   with the error of the last attempt made. Cancelling it cancels the attempt in flight (or
     ///   the pending wait) and stops retrying: neither `make` nor `shouldRetry` is called again
-    ///   (but for at most one attempt another thread was already starting, cancelled at once).
+    ///   (but for at most one attempt another thread was already starting, cancelled at once),
+    ///   and both are released at once (or as that call returns).
     /// - Note: Traps if `attempts < 1`. Threads and stack depth as in
     ///   ``retry(attempts:delay:variant:_:)``: no thread waits; the waits are timers of
     ///   FastFuture's own timer threads. A wait of 146 years or more never ends (see <doc:Time>).
@@ -238,10 +241,14 @@ extension Future {
     ) -> Future<Value> {
         if attempts < 1 { fatalError("FastFuture: Future.retry(attempts:) needs attempts >= 1, got \(attempts)") }
         let result = Future(_pendingVariant: variant)
-        _RetryDriver(
-            result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
-            makeTimer: makeTimer, make: make
-        ).attempt(1)
+        let driver = Unmanaged.passRetained(
+            _RetryDriver(
+                result: result, attempts: attempts, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
+                makeTimer: makeTimer, make: make))
+        // The result's cancellation goes to the driver (see `_RetryDriver`): the result's upstream
+        // takes the driver's reference.
+        result._core.setPrivateUpstream(UInt(bitPattern: driver.toOpaque()))
+        driver._withUnsafeGuaranteedRef { $0.start() }
         return result
     }
 }

@@ -59,28 +59,6 @@ internal struct _WhenFailure<Value: Sendable>: _CallbackBody {
     }
 }
 
-extension _CallbackBody {
-    /// A `whenComplete` body (`_Callback(.complete(body), on: executor)`).
-    @inlinable
-    static func complete<V>(_ body: @escaping @Sendable (Result<V, any Error>) -> Void) -> _WhenComplete<V>
-    where Self == _WhenComplete<V> {
-        _WhenComplete(body)
-    }
-
-    /// A `whenSuccess` body.
-    @inlinable
-    static func success<V>(_ body: @escaping @Sendable (V) -> Void) -> _WhenSuccess<V> where Self == _WhenSuccess<V> {
-        _WhenSuccess(body)
-    }
-
-    /// A `whenFailure` body.
-    @inlinable
-    static func failure<V>(_ body: @escaping @Sendable (any Error) -> Void) -> _WhenFailure<V>
-    where Self == _WhenFailure<V> {
-        _WhenFailure(body)
-    }
-}
-
 /// A `whenComplete`/`whenSuccess`/`whenFailure` registration: the body and where it runs.
 @usableFromInline
 internal struct _Callback<Body: _CallbackBody, Executor: FutureExecutor>: _Registration {

@@ -398,9 +398,18 @@ internal struct _FutureCore {
 
     // MARK: Upstream
 
+    /// Sets the upstream word of a future that is private - its creator's, not shared with any
+    /// other thread yet - and holds nothing upstream: `object`, a +1 reference, which the word
+    /// takes. A plain store: whoever the future is handed to later receives it with the future.
+    ///
+    /// Called by: the future's creator, before it shares the future.
+    @inlinable
+    func setPrivateUpstream(_ object: UInt) {
+        ff_atomic_word_store_relaxed(upstream, object)
+    }
+
     /// Points the upstream word at `newUpstream` (flatMap: from the source to the inner future;
-    /// retry: at the attempt or the timer in flight; a combinator or a delayed future: at its
-    /// state or timer, before the future is shared).
+    /// a combinator or a delayed future: at its state or timer, before the future is shared).
     ///
     /// Called by: any thread (the one driving the derived future).
     ///

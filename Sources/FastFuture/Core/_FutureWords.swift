@@ -9,7 +9,7 @@ import AtomicsShim
 ///   bit. Its states, who owns what in each, and who may call what: see `_State`.
 /// - `upstream`, the second word: what `cancel()` forwards to, for a future derived from another
 ///   (a `map`/`flatMap`/... step's source, the inner future a `flatMap` waits for, a combinator's
-///   shared state, a timer, a retry's attempt in flight): `_Upstream.none` (0), a +1 retained
+///   shared state, a timer, a retry's driver): `_Upstream.none` (0), a +1 retained
 ///   object, or `_Upstream.closed` (1) once the future completed and its completer took the
 ///   object (any thread may swap one object for another until then: `replaceUpstream`). A word
 ///   that is 0 when the future is shared stays 0 - only its creator sets it from 0, while the

@@ -141,8 +141,8 @@ extension Future {
     ) -> UnsafeMutablePointer<Value>? {
         // Debug builds only: every caller has seen COMPLETED in this word. As a `precondition`
         // (a pending word would read as a success - its empty cell as a value - or its HEAD as an
-        // error) it costs what callgrind measures: S1 623 -> 625, S2 2,964 -> 2,972, S4 549 ->
-        // 552, S8 41 -> 43 (locked 145 -> 159), `all` 1,297 -> 1,299 instructions.
+        // error) it costs instructions on every read of a result: callgrind measured S1 +2, S2
+        // +8, S4 +3, S8 +2 (locked +14), `all` +2 (bench-results/floor.md, 2026-11-27).
         assert(state & _State.completed != 0, "FastFuture internal error: read the result of a pending future")
         return _fastPath(state < _ResultWord.firstFailure) ? cell.assumingMemoryBound(to: Value.self) : nil
     }

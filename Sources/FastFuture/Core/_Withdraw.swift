@@ -32,7 +32,7 @@ import AtomicsShim
 ///   future - a main-actor or actor step's through its `_DerivedInterest` -, a `flatMap`'s forward's, `timeout`'s, `cascade`'s target, a retry's result) has not
 ///   been claimed: once it is cancelled (or completed) nobody waits through this registration;
 /// - `derivedRunning`: as `derived`, for a registration that runs code even once that future is
-///   claimed (`always`, a timeout's watch, a retry's, a bounded `all`'s input);
+///   claimed (`always`, a timeout's watch, a bounded `all`'s input);
 /// - `combinator`: the `_Aggregator` at the registration's offset 0 (an `all`/`allSettled`/
 ///   `first`/`race` input) has not been decided: its token (`_taken`) is still `untaken`.
 ///
@@ -52,8 +52,8 @@ internal enum _Interest {
     @usableFromInline static let combinator: UInt8 = 3
     @usableFromInline static let observer: UInt8 = 4
     /// As `derived`, for a registration that still runs code once its future is claimed (an
-    /// `always` step's body, a timeout's timer cancellation, a retry's or a bounded `all`'s
-    /// driver): it wants the result as `derived` does, but a withdrawal never unlinks it.
+    /// `always` step's body, a timeout's timer cancellation, a bounded `all`'s driver): it wants
+    /// the result as `derived` does, but a withdrawal never unlinks it.
     @usableFromInline static let derivedRunning: UInt8 = 5
     /// No registration's interest: what `_CallbackNode._runList` skips when it must run every
     /// node (the future was cancelled, so its cancel handlers run too) - a compare that never

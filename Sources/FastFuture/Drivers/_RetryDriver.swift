@@ -1,27 +1,57 @@
+import AtomicsShim
+
 /// Drives `Future.retry`: one attempt at a time, each started from the completion callback of
 /// the previous one (or from the delay timer), never by recursion.
 ///
-/// Cancellation uses the result future's *upstream word*: it always points at what is in
-/// flight - the current attempt's future, or the delay timer - and is re-pointed with
-/// `_replaceUpstream` before that thing can complete or fire. Cancelling the result cancels
-/// exactly that object; once the result has completed, `_replaceUpstream` refuses, and the
-/// driver cancels the new object itself and stops.
+/// Cancellation: the driver is the result future's upstream (see `_FutureWords`), for the
+/// result's whole life, so a cancellation of the result reaches it (`_cancelFromDownstream`),
+/// once. It then lets go of `make`, `shouldRetry` and the timer maker (and what they capture)
+/// and cancels what is in flight - the current attempt's future (forwarded: a shared attempt
+/// that another consumer still wants is left to it), or the delay timer. What may still hold
+/// the driver afterwards - the watch on a shared attempt until that attempt completes, say -
+/// holds none of the closures, and its report changes nothing.
+///
+/// The flight word (`_RetryFlight.word`), one atomic word shared by two parties: the *driving
+/// thread* - at most one at a time, as the attempts are strictly sequential: `retry`'s caller
+/// for attempt 1, then the thread where attempt `n` failed, or the timer's - and the
+/// *canceller*, `_cancelFromDownstream`, which comes at most once. It holds the object in
+/// flight (+1: an attempt's future or a timer; 0 before the first) and two flags:
+///
+///     busy    the driving thread is using the closures (a *turn*: `enter` ... `leave`)
+///     closed  the canceller came: it took the object in flight, and the closures are
+///             released - by the canceller if no turn was open, else by the turn's `leave`
+///
+///     driving thread:  enter (CAS: +busy, unless closed) -> use the closures ->
+///                      leave (CAS: object|busy -> next object, or object) -> start `next`
+///     canceller:       exchange (-> closed|busy): cancel the object it took out; release the
+///                      closures if that word had no busy
+///
+/// So the closures are used only inside a turn, and released exactly once: by the canceller
+/// after the last turn's `leave` (its release CAS, read by the canceller's acquire exchange:
+/// every use happens before), or by the `leave` of the turn the canceller came into (its CAS
+/// fails, and it reads the canceller's exchange). A turn that finds the word closed installs
+/// nothing: it cancels what it was about to start (an attempt that others share is left to
+/// them), as the canceller would have. The word keeps `busy` after a cancellation, so a second
+/// canceller would release nothing.
 ///
 /// Its code is `@inlinable`: specialized with the `retry` that makes it, in the client.
 ///
-/// - Note: Sendable: every stored property is immutable and `Sendable`.
+/// - Note: `@unchecked Sendable`: `result`, `attempts`, `delay` and `backoff` are immutable and
+///   `Sendable`; the word is accessed only through the shim; the closures are read only inside
+///   a turn of the driving thread, and written (released) only by the one party the word gives
+///   them to once closed, as argued above.
 @usableFromInline
-internal final class _RetryDriver<Value: Sendable>: Sendable {
+internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sendable {
+    /// Makes the timer of a wait on a user's clock.
+    @usableFromInline typealias TimerMaker =
+        @Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer
+
+    // ORDER MATTERS: the flight must be the first stored property (see `flight`).
+    @usableFromInline var _flight: _RetryFlight<Value>
     @usableFromInline let result: Future<Value>
     @usableFromInline let attempts: Int
     @usableFromInline let delay: Duration
     @usableFromInline let backoff: RetryBackoff
-    /// `nil`: retry after every error.
-    @usableFromInline let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
-    @usableFromInline let make: @Sendable (_ attempt: Int) -> Future<Value>
-    /// Makes the timer of a wait on a user's clock; `nil`: FastFuture's timer threads.
-    @usableFromInline let makeTimer:
-        (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)?
 
     @inlinable
     init(
@@ -30,26 +60,136 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
         delay: Duration,
         backoff: RetryBackoff,
         shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
-        makeTimer: (@Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer)? = nil,
+        makeTimer: TimerMaker? = nil,
         make: @escaping @Sendable (_ attempt: Int) -> Future<Value>
     ) {
-        self.makeTimer = makeTimer
+        // Made in the first turn, `start`'s: the result is not shared yet, so no canceller can
+        // come before that turn has begun.
+        _flight = _RetryFlight(
+            word: ff_atomic_word_make(Self.busy),
+            closures: _RetryClosures(make: make, shouldRetry: shouldRetry, makeTimer: makeTimer))
         self.result = result
         self.attempts = attempts
         self.delay = delay
         self.backoff = backoff
-        self.shouldRetry = shouldRetry
-        self.make = make
     }
 
-    /// Starts attempt number `number`, unless the result has completed (been cancelled).
+    deinit {
+        _exploreFree(closures)
+        // The last object in flight (a complete attempt), unless the canceller took it.
+        let object = ff_atomic_word_load_relaxed(word) & Self.objectMask
+        if object != 0 { Unmanaged<AnyObject>.fromWord(object).release() }
+    }
+
+    // MARK: The flight word
+
+    /// The flight's word and closures, at the start of the stored properties (the technique of
+    /// `Future._words`: a class instance never moves). Only ever touched through this pointer.
     @inlinable
-    func attempt(_ number: Int) {
+    var flight: UnsafeMutablePointer<_RetryFlight<Value>> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: _RetryFlight<Value>.self)
+    }
+
+    @inlinable
+    var word: UnsafeMutablePointer<ff_atomic_word> {
+        UnsafeMutableRawPointer(flight).assumingMemoryBound(to: ff_atomic_word.self)
+    }
+
+    /// The closures (inside a turn, or by the one party that releases them).
+    @inlinable
+    var closures: UnsafeMutablePointer<_RetryClosures<Value>> {
+        (UnsafeMutableRawPointer(flight) + MemoryLayout<_RetryFlight<Value>>.offset(of: \.closures).unsafelyUnwrapped)
+            .assumingMemoryBound(to: _RetryClosures<Value>.self)
+    }
+
+    /// Flags of the flight word (see the type's comment); the rest is the object in flight.
+    @usableFromInline static var busy: UInt { 1 }
+    @usableFromInline static var closed: UInt { 2 }
+    @usableFromInline static var objectMask: UInt { ~3 }
+
+    /// Opens a turn of the driving thread: `false` if the retry was cancelled (the closures are
+    /// not this thread's to use).
+    @inlinable
+    func enter() -> Bool {
+        var current = ff_atomic_word_load_relaxed(word)
+        if current & Self.closed != 0 { return false }
+        // acq_rel: nothing to receive but the verdict; the canceller is the only other writer,
+        // so a failure means it came.
+        return ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &current, current | Self.busy)
+    }
+
+    /// Ends the turn, putting the object of `next` (a +1 reference, which this call takes) in
+    /// flight, or, if `next` is 0, keeping the object in flight. Returns `false` if the
+    /// canceller came during the turn: then this call has released the closures and `next`, and
+    /// the caller cancels what it was about to start.
+    @inlinable @inline(__always)
+    func leave(installing next: UInt) -> Bool {
+        var current = ff_atomic_word_load_relaxed(word)
+        if current & Self.closed == 0 {
+            // acq_rel: release publishes `next` and orders this turn's uses of the closures
+            // before the canceller's release of them (its acquire exchange); acquire, on
+            // failure, orders the release below after the canceller's exchange.
+            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &current, next != 0 ? next : current & ~Self.busy) {
+                // The object this replaced: a complete attempt, or a timer that fired.
+                if next != 0, current & Self.objectMask != 0 {
+                    Unmanaged<AnyObject>.fromWord(current & Self.objectMask).release()
+                }
+                return true
+            }
+        }
+        if next != 0 { Unmanaged<AnyObject>.fromWord(next).release() }
+        // Closed during the turn: the canceller left the closures to this turn.
+        _exploreWrite(closures)
+        closures.pointee = .released
+        return false
+    }
+
+    /// The result was cancelled (its upstream is this driver): lets go of the closures and
+    /// cancels what is in flight. Runs once, as trampolined work.
+    @inlinable
+    func _cancelFromDownstream() {
+        // acq_rel: acquire receives the object in flight and orders the last turn's uses of the
+        // closures before their release here; release orders this before a turn's failed CAS.
+        let old = ff_atomic_word_exchange_acq_rel(word, Self.closed | Self.busy)
+        if old & (Self.busy | Self.closed) == 0 {
+            _exploreWrite(closures)
+            closures.pointee = .released
+        }
+        guard old & Self.closed == 0, old & Self.objectMask != 0 else { return }
+        let object = Unmanaged<AnyObject>.fromWord(old & Self.objectMask).takeRetainedValue()
+        if let attempt = object as? Future<Value> {
+            // Forwarded: an attempt that others share is left to them.
+            attempt._withdraw()
+        } else if let timer = object as? any _Cancellable {
+            timer._cancelFromDownstream()
+        }
+    }
+
+    // MARK: Attempts
+
+    /// Starts attempt 1: `retry`'s caller, in the turn the driver is made in (see `init`).
+    @inlinable
+    func start() {
+        makeAttempt(1)
+    }
+
+    /// The delay before attempt `number` is over (the timer's fire): starts it, unless the
+    /// result was cancelled.
+    @inlinable
+    func waited(_ number: Int) {
         if result.isComplete { return }
-        let future = make(number)
-        guard result._replaceUpstream(with: future) else {
-            // The result was cancelled while `make` ran: forwarded (see `Future._withdraw`),
-            // so an attempt that others share is left to them.
+        guard enter() else { return }
+        makeAttempt(number)
+    }
+
+    /// Calls `make(number)` and puts its future in flight; inside a turn, which it ends.
+    @inlinable
+    func makeAttempt(_ number: Int) {
+        _exploreRead(closures)
+        let future = closures.pointee.make(number)
+        guard leave(installing: UInt(bitPattern: Unmanaged.passRetained(future).toOpaque())) else {
+            // The result was cancelled while `make` ran: forwarded (see `Future._withdraw`), so
+            // an attempt that others share is left to them.
             future._withdraw()
             return
         }
@@ -68,43 +208,99 @@ internal final class _RetryDriver<Value: Sendable>: Sendable {
             result._complete(outcome)
             return
         }
-        if result.isComplete { return }  // cancelled: this failure is its CancellationError
-        if let shouldRetry, case .failure(let error) = outcome, !shouldRetry(error) {
-            result._complete(outcome)
+        // Cancelled: this failure is its CancellationError, or comes after it.
+        if result.isComplete { return }
+        guard enter() else { return }
+        _exploreRead(closures)
+        if let shouldRetry = closures.pointee.shouldRetry, case .failure(let error) = outcome,
+            !shouldRetry(error)
+        {
+            if leave(installing: 0) { result._complete(outcome) }
+            return
+        }
+        // No waits for a `delay` that is not positive, whatever the backoff (see `RetryBackoff`).
+        guard delay._isPositive else {
+            makeAttempt(number + 1)
             return
         }
         let wait = backoff.delay(after: number, base: delay)
         guard wait > .zero else {
-            attempt(number + 1)
+            makeAttempt(number + 1)
             return
         }
-        let fire: @Sendable () -> Void = { self.attempt(number + 1) }
-        if let makeTimer {
+        let fire: @Sendable () -> Void = { self.waited(number + 1) }
+        if let makeTimer = closures.pointee.makeTimer {
             arm(makeTimer(wait, fire))
         } else {
             arm(_TimerEntry(after: wait, fire))
         }
     }
 
-    /// Makes `timer` the result's upstream, then arms it.
+    /// Puts `timer` in flight, ending the turn, then arms it.
     @inlinable
     func arm(_ timer: some _Timer) {
-        guard result._replaceUpstream(with: timer) else {
+        guard leave(installing: UInt(bitPattern: Unmanaged.passRetained(timer as AnyObject).toOpaque())) else {
             timer.cancel()
             return
         }
-        // Armed only now that cancelling the result reaches it; if it fired earlier, its
-        // attempt's future would be replaced as the upstream by this timer.
+        // Armed only now that cancelling the result reaches it.
         timer.start()
+    }
+}
+
+/// The start of a `_RetryDriver`'s stored properties: the flight word and the closures it
+/// guards (see `_RetryDriver`).
+@usableFromInline
+internal struct _RetryFlight<Value: Sendable> {
+    @usableFromInline var word: ff_atomic_word
+    /// `_RetryClosures.released` once the retry was cancelled.
+    @usableFromInline var closures: _RetryClosures<Value>
+
+    @inlinable
+    init(word: ff_atomic_word, closures: _RetryClosures<Value>) {
+        self.word = word
+        self.closures = closures
+    }
+}
+
+/// What a retry calls: released as soon as the retry is cancelled.
+@usableFromInline
+internal struct _RetryClosures<Value: Sendable> {
+    @usableFromInline let make: @Sendable (_ attempt: Int) -> Future<Value>
+    /// `nil`: retry after every error.
+    @usableFromInline let shouldRetry: (@Sendable (_ error: any Error) -> Bool)?
+    /// Makes the timer of a wait on a user's clock; `nil`: FastFuture's timer threads.
+    @usableFromInline let makeTimer: _RetryDriver<Value>.TimerMaker?
+
+    @inlinable
+    init(
+        make: @escaping @Sendable (_ attempt: Int) -> Future<Value>,
+        shouldRetry: (@Sendable (_ error: any Error) -> Bool)?,
+        makeTimer: _RetryDriver<Value>.TimerMaker?
+    ) {
+        self.make = make
+        self.shouldRetry = shouldRetry
+        self.makeTimer = makeTimer
+    }
+
+    /// What a cancelled retry keeps instead: closures that capture nothing, never called.
+    @inlinable
+    static var released: Self {
+        Self(
+            make: { _ in fatalError("FastFuture: a cancelled retry made an attempt") }, shouldRetry: nil, makeTimer: nil
+        )
     }
 }
 
 /// What a retry registers on an attempt: reports its outcome to the driver. Its interest in the
 /// attempt's result (see `_Interest`) is the retry's result future's: a cancellation of the
-/// result, forwarded to the attempt, cancels the attempt unless someone else wants it too.
+/// result, forwarded to the attempt, cancels the attempt unless someone else wants it too; and
+/// a withdrawal that finds the result claimed may unlink it (`derived`): the result is claimed
+/// only by a cancellation, or by the driver from a watch that is running - off the stack -, and
+/// a report to a cancelled retry changes nothing.
 @usableFromInline
 internal struct _RetryWatch<Value: Sendable>: _Registration {
-    /// First: the future a withdrawal's scan reads (`_Interest.derivedRunning`).
+    /// First: the future a withdrawal's scan reads (`_Interest.derived`).
     @usableFromInline let result: Future<Value>
     @usableFromInline let driver: _RetryDriver<Value>
     @usableFromInline let number: Int
@@ -119,9 +315,8 @@ internal struct _RetryWatch<Value: Sendable>: _Registration {
     @inlinable
     static var _embeddable: Bool { true }
 
-    /// `derivedRunning`: once `result` is claimed its report still reaches the driver.
     @inlinable
-    static var _interest: UInt8 { _Interest.derivedRunning }
+    static var _interest: UInt8 { _Interest.derived }
 
     @inlinable
     func run(with outcome: Result<Value, any Error>, node: _CallbackNode?) {

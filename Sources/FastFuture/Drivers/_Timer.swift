@@ -23,6 +23,11 @@ extension Duration {
     /// Whether `timeout` needs a timer for this duration: it is positive and comes.
     @inlinable
     internal var _needsTimer: Bool { self > .zero && !_isNever }
+
+    /// Whether the duration is longer than zero, from its two halves of attoseconds: no call
+    /// (`self > .zero` is two calls into the standard library, `zero` and `>`).
+    @inlinable
+    internal var _isPositive: Bool { _high > 0 || (_high == 0 && _low != 0) }
 }
 
 extension Duration {

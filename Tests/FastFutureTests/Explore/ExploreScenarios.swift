@@ -139,6 +139,7 @@
             + isolatedJoin + isolatedJoinRaces
             + sharedUnlink
             + unlinkEmbedded
+            + retry
 
         /// The core's first scenarios (this file).
         static let core: [ExploreScenario] = [

@@ -1,0 +1,138 @@
+// The explorer's scenarios for a retry's cancellation (`_RetryDriver`: its flight word, shared by
+// the driving thread's turns and the canceller) racing an attempt that fails - whose callback
+// makes the next attempt - or the delay timer that fires. Exploration builds only (see
+// Explorer.swift).
+#if FF_EXPLORE
+    @testable import FastFuture
+    import FastFutureTesting
+
+    extension ExploreScenario {
+        /// This file's scenarios (see `all`).
+        static let retry: [ExploreScenario] = [
+            retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
+            retryCancelVsDelayFire,
+        ]
+
+        /// T0 fails attempt 1, whose callback makes attempt 2, while T1 cancels the retry: the
+        /// retry is cancelled, `make` runs at most twice, an attempt 2 made is cancelled, and
+        /// `make`'s captures are released by the time both threads are done (the retry's future
+        /// still referenced) - by the canceller, or by the turn it came into.
+        static let retryCancelVsAttemptFailure = makeRetryCancel(
+            "retry-cancel-vs-attempt-failure", sharedSecond: false, succeedsSecond: false)
+
+        /// As `retry-cancel-vs-attempt-failure`, with attempt 2 a future another consumer
+        /// wants: it is never cancelled, and the consumer gets its value.
+        static let retryCancelVsSharedAttemptFailure = makeRetryCancel(
+            "retry-cancel-vs-shared-attempt-failure", sharedSecond: true, succeedsSecond: false)
+
+        /// As `retry-cancel-vs-attempt-failure`, with T2 succeeding attempt 2's promise: the
+        /// retry succeeds with it (if attempt 2 was made and complete before the cancellation
+        /// reached it) or is cancelled, never both, never pending.
+        static let retryCancelVsAttemptsAndSuccess = makeRetryCancel(
+            "retry-cancel-vs-attempts-and-success", sharedSecond: false, succeedsSecond: true)
+
+        static func makeRetryCancel(_ name: String, sharedSecond: Bool, succeedsSecond: Bool) -> ExploreScenario {
+            ExploreScenario(name) { variant in
+                let run = ExploreRun()
+                let log = run.log
+                let first = Promise<ExplorePayload>(variant: variant)
+                let second = Promise<ExplorePayload>(variant: variant)
+                second.onCancel { log.event("second:onCancel") }
+                let other = sharedSecond ? second.future.map { $0 } : nil
+                let captured = ExploreWeakBox()
+                let retried = makeRetry(variant, log: log, captured: captured) { attempt in
+                    attempt == 1 ? first.future : second.future
+                }
+                run.watch(retried, "retried")
+                run.watch(first.future, "first")
+                run.watch(second.future, "second")
+                run.threads = [
+                    { first.fail(ExploreFailure()) },
+                    {
+                        retried.cancel()
+                        log.expect(retried.isComplete, "cancel() returned with the retry pending")
+                    },
+                ]
+                if succeedsSecond { run.threads.append { second.succeed(ExplorePayload(2)) } }
+                run.check = {
+                    let made = log.count("make:1") + log.count("make:2")
+                    log.expect(log.count("make:1") == 1 && log.count("make:2") <= 1, "make ran: \(log.events)")
+                    log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
+                    let result = retried.peek()
+                    if result?.payloadID == 2 {
+                        log.expect(succeedsSecond && made == 2, "the retry succeeded: \(log.events)")
+                    } else {
+                        log.expect(result?.isCancellation == true, "the retry: \(String(describing: result))")
+                    }
+                    if sharedSecond {
+                        log.expect(log.count("second:onCancel") == 0, "the shared attempt was cancelled")
+                        if !second.future.isComplete { second.succeed(ExplorePayload(2)) }
+                        log.expect(other?.peek()?.payloadID == 2, "the other consumer lost the value")
+                        log.expect(retried.peek()?.isCancellation == true, "the shared attempt reached the retry")
+                    } else if made == 2, !succeedsSecond {
+                        log.expect(
+                            second.future.peek()?.isCancellation == true && log.count("second:onCancel") == 1,
+                            "attempt 2 was made and not cancelled: \(log.events)")
+                    }
+                    if !second.future.isComplete { second.succeed(ExplorePayload(3)) }
+                }
+                return run
+            }
+        }
+
+        /// A retry on a manual clock waits after attempt 1 failed: T0 advances the clock (the
+        /// timer fires, the driving thread makes attempt 2 inside `advance`) while T1 cancels the
+        /// retry. The retry is cancelled, `make` runs at most twice, an attempt 2 made is
+        /// cancelled, the clock keeps no callback, and `make`'s captures are released.
+        static let retryCancelVsDelayFire = ExploreScenario("retry-cancel-vs-delay-fire") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let clock = ManualClock()
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured, clock: clock) { attempt in
+                attempt == 1 ? .failed(ExploreFailure(), variant: variant) : second.future
+            }
+            run.watch(retried, "retried")
+            run.watch(second.future, "second")
+            run.watch(clock, "clock")
+            log.expect(clock.pendingCount == 1, "the wait is not on the clock")
+            run.threads = [
+                { clock.advance(by: .seconds(1)) },
+                { retried.cancel() },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") <= 1, "make ran: \(log.events)")
+                log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(clock.pendingCount == 0, "the clock still holds the retry's timer")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                if log.count("make:2") == 1 {
+                    log.expect(log.count("second:onCancel") == 1, "attempt 2 was made and not cancelled")
+                }
+                if !second.future.isComplete { second.succeed(ExplorePayload(3)) }
+            }
+            return run
+        }
+
+        /// A retry of up to 3 attempts, without waits (or waiting 1 s on `clock`), whose `make`
+        /// logs `make:<attempt>` and captures a payload that `captured` watches.
+        private static func makeRetry(
+            _ variant: FutureVariant, log: ExploreLog, captured: ExploreWeakBox, clock: ManualClock? = nil,
+            _ attempt: @escaping @Sendable (Int) -> Future<ExplorePayload>
+        ) -> Future<ExplorePayload> {
+            let payload = ExplorePayload(7)
+            captured.object = payload
+            let make: @Sendable (Int) -> Future<ExplorePayload> = { number in
+                log.event("make:\(number)")
+                withExtendedLifetime(payload) {}
+                return attempt(number)
+            }
+            guard let clock else { return Future.retry(attempts: 3, variant: variant, make) }
+            return Future.retry(attempts: 3, delay: .seconds(1), clock: clock, variant: variant, make)
+        }
+    }
+
+    /// The failure of a scenario's attempt.
+    struct ExploreFailure: Error {}
+#endif

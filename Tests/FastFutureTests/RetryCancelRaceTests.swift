@@ -1,0 +1,76 @@
+import FastFuture
+import Testing
+
+/// A retry's cancellation racing its attempts: the failure of attempt 1 (which makes attempt 2 on
+/// the failing thread) and the success of attempt 2 against `cancel()` of the retry. Whichever
+/// wins, the retry completes once - with attempt 2's value, or cancelled -, `make` runs at most
+/// once after the cancellation began, the attempt it made then is cancelled (unless another
+/// consumer shares it), and make's captures are released by the time every thread is done,
+/// while the retry's future is still referenced.
+@Suite(.timeLimit(.minutes(2)))
+struct RetryCancelRaceTests {
+    /// One retry of the race: attempt 1 and attempt 2 are promises of the test's; `shared`,
+    /// attempt 2 has another consumer.
+    final class Round: Sendable {
+        let first: Promise<Int>
+        let second: Promise<Int>
+        let otherConsumer: Future<Int>?
+        let calls = AtomicCount()
+        let retried: Future<Int>
+
+        init(variant: FutureVariant, shared: Bool, deaths: AtomicCount) {
+            let first = Promise<Int>(variant: variant)
+            let second = Promise<Int>(variant: variant)
+            let calls = calls
+            let captured = DeinitCounted(deaths)
+            self.first = first
+            self.second = second
+            otherConsumer = shared ? second.future.map { $0 } : nil
+            retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] attempt in
+                captured.touch()
+                calls.increment()
+                return attempt == 1 ? first.future : second.future
+            }
+        }
+    }
+
+    @Test(
+        "cancel() racing attempt 1's failure and attempt 2's success: one outcome, make's captures released, the late attempt cancelled",
+        arguments: FutureVariant.allCases, [false, true])
+    func cancelRacingTheAttempts(variant: FutureVariant, shared: Bool) throws {
+        let count = Stress.raceItems
+        let deaths = AtomicCount()
+        let rounds = (0..<count).map { _ in Round(variant: variant, shared: shared, deaths: deaths) }
+        _ = TestThreads.race(3, over: count) { thread, index in
+            let round = rounds[index]
+            switch thread {
+            case 0: round.first.fail(TestFailure(1))
+            case 1: round.retried.cancel()
+            default: _ = round.second.tryComplete(.success(2))
+            }
+            return 0
+        }
+        #expect(deaths.load() == count, "make's captures still held after the race")
+        var cancelled = 0
+        for round in rounds {
+            let calls = round.calls.load()
+            #expect(calls == 1 || calls == 2, "make called \(calls) times")
+            switch round.retried.peek() {
+            case .success(let value)?:
+                #expect(value == 2 && calls == 2)
+            case .failure(let error)?:
+                #expect(error is CancellationError, "the retry failed with \(error)")
+                cancelled += 1
+                if calls == 2, !shared, round.second.future.isCancelled == false {
+                    // Attempt 2 was made, and it was not cancelled: it must have succeeded before
+                    // the cancellation reached it.
+                    #expect(try round.second.future.peek()?.get() == 2)
+                }
+            case nil:
+                Issue.record("the retry is still pending")
+            }
+            if shared { #expect(try round.otherConsumer?.peek()?.get() == 2, "the shared attempt was cancelled") }
+        }
+        #expect(cancelled > 0)
+    }
+}
