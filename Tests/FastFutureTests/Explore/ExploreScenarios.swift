@@ -136,7 +136,7 @@
         /// scenarios declares its own list, added here).
         static let all: [ExploreScenario] =
             core + coverage + sharedCancel + sharedTimeouts + sharedWaiter + timers + cycles + waiting + urgent
-            + isolatedJoin + isolatedJoinRaces
+            + isolatedJoin + isolatedJoinRaces + isolatedSource
             + sharedUnlink
             + unlinkEmbedded
             + retry
