@@ -113,7 +113,7 @@ struct CycleDetectionLimitsTests {
         source.succeed(0)  // the body runs here: attempt 1 waits on `derived`, which follows the retry
         // Wrong since the retry's result points at its driver for good: the check stops at the
         // driver (not a future) and never reaches the attempt - both stay pending.
-        withKnownIssue("the cycle check stops at a retry's driver: a cycle through its attempt in flight stays pending") {
+        withKnownIssue("the cycle check stops at a retry's driver: a cycle through its attempt stays pending") {
             expectCycleError(derived, "the flatMap whose retry's attempt waits on it")
         }
         derived.cancel()
