@@ -73,4 +73,70 @@ struct RetryCancelRaceTests {
         }
         #expect(cancelled > 0)
     }
+
+    /// One retry whose attempt 1 fails into a `shouldRetry` that says retry, then (with
+    /// `delay`) a wait on a FastFuture timer thread, then attempt 2 - a promise nothing
+    /// completes, so every round ends cancelled.
+    final class DelayedRound: Sendable {
+        let first: Promise<Int>
+        let second: Promise<Int>
+        let makeCalls = AtomicCount()
+        let shouldRetryCalls = AtomicCount()
+        let retried: Future<Int>
+
+        init(variant: FutureVariant, delay: Duration, deaths: AtomicCount) {
+            let first = Promise<Int>(variant: variant)
+            let second = Promise<Int>(variant: variant)
+            let makeCalls = makeCalls
+            let shouldRetryCalls = shouldRetryCalls
+            let makeCapture = DeinitCounted(deaths)
+            let shouldRetryCapture = DeinitCounted(deaths)
+            self.first = first
+            self.second = second
+            retried = Future<Int>.retry(
+                attempts: 3, delay: delay, variant: variant,
+                while: { [shouldRetryCapture] _ in
+                    shouldRetryCapture.touch()
+                    shouldRetryCalls.increment()
+                    return true
+                }
+            ) { [makeCapture] attempt in
+                makeCapture.touch()
+                makeCalls.increment()
+                return attempt == 1 ? first.future : second.future
+            }
+        }
+    }
+
+    @Test(
+        "cancel() racing attempt 1's failure into shouldRetry and the delay timer: cancelled once, make and shouldRetry released, a late attempt cancelled",
+        arguments: FutureVariant.allCases, [Duration.zero, .nanoseconds(1)])
+    func cancelRacingShouldRetryAndTheDelay(variant: FutureVariant, delay: Duration) {
+        // A quarter of the race items: every round with a delay arms a timer on FastFuture's
+        // timer threads, and the test blocks a thread of the shared pool while it runs.
+        let count = max(1, Stress.raceItems / 4)
+        let deaths = AtomicCount()
+        let rounds = (0..<count).map { _ in DelayedRound(variant: variant, delay: delay, deaths: deaths) }
+        _ = TestThreads.race(2, over: count) { thread, index in
+            let round = rounds[index]
+            if thread == 0 { round.first.fail(TestFailure(1)) } else { round.retried.cancel() }
+            return 0
+        }
+        // A timer thread may still be starting attempt 2 (the turn it opened before the cancel).
+        #expect(
+            eventually { deaths.load() == 2 * count }, "make's or shouldRetry's captures still held: \(deaths.load())")
+        for round in rounds {
+            let makeCalls = round.makeCalls.load()
+            #expect(makeCalls == 1 || makeCalls == 2, "make called \(makeCalls) times")
+            #expect(round.shouldRetryCalls.load() <= 1)
+            #expect(makeCalls == 1 || round.shouldRetryCalls.load() == 1, "attempt 2 made without asking shouldRetry")
+            if case .failure(let error)? = round.retried.peek() {
+                #expect(error is CancellationError, "the retry failed with \(error)")
+            } else {
+                Issue.record("the retry is not cancelled")
+            }
+            // An attempt 2 made as the cancel came is cancelled (nothing else wants it).
+            #expect(makeCalls == 1 || eventually { round.second.future.isCancelled })
+        }
+    }
 }

@@ -10,7 +10,7 @@
         /// This file's scenarios (see `all`).
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
-            retryCancelVsDelayFire,
+            retryCancelVsDelayFire, retryCancelVsFailureIntoWait,
         ]
 
         /// T0 fails attempt 1, whose callback makes attempt 2, while T1 cancels the retry: the
@@ -111,6 +111,55 @@
                     log.expect(log.count("second:onCancel") == 1, "attempt 2 was made and not cancelled")
                 }
                 if !second.future.isComplete { second.succeed(ExplorePayload(3)) }
+            }
+            return run
+        }
+
+        /// A retry on a manual clock, attempt 1 pending: T0 fails it - its callback asks
+        /// `shouldRetry`, makes the wait's timer and puts it in flight (`arm`) - while T1 cancels
+        /// the retry. The retry is cancelled, `make` runs once, `shouldRetry` at most once, the
+        /// clock keeps no callback (a timer the turn could not put in flight is never armed; one
+        /// in flight is cancelled), and the captures of `make` and `shouldRetry` are released.
+        static let retryCancelVsFailureIntoWait = ExploreScenario("retry-cancel-vs-failure-into-wait") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let clock = ManualClock()
+            let first = Promise<ExplorePayload>(variant: variant)
+            let makeCaptured = ExploreWeakBox()
+            let shouldRetryCaptured = ExploreWeakBox()
+            let retried: Future<ExplorePayload>
+            do {
+                let makePayload = ExplorePayload(7)
+                let shouldRetryPayload = ExplorePayload(8)
+                makeCaptured.object = makePayload
+                shouldRetryCaptured.object = shouldRetryPayload
+                retried = Future.retry(
+                    attempts: 3, delay: .seconds(1), clock: clock, variant: variant,
+                    while: { _ in
+                        log.event("shouldRetry")
+                        withExtendedLifetime(shouldRetryPayload) {}
+                        return true
+                    }
+                ) { number in
+                    log.event("make:\(number)")
+                    withExtendedLifetime(makePayload) {}
+                    return number == 1 ? first.future : .failed(ExploreFailure(), variant: variant)
+                }
+            }
+            run.watch(retried, "retried")
+            run.watch(first.future, "first")
+            run.watch(clock, "clock")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { retried.cancel() },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 0, "make ran: \(log.events)")
+                log.expect(log.count("shouldRetry") <= 1, "shouldRetry ran: \(log.events)")
+                log.expect(makeCaptured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(shouldRetryCaptured.object == nil, "shouldRetry's captures outlived the threads")
+                log.expect(clock.pendingCount == 0, "the clock still holds the retry's timer: \(log.events)")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
             }
             return run
         }
