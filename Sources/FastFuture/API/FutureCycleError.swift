@@ -19,9 +19,9 @@
 /// nobody else wants it.) Two steps that close one cycle at the same instant on two threads: at
 /// least one of them sees it.
 ///
-/// Not detected: a cycle through a combinator (`all`, `zip`, `first`, ...), a `cascade(to:)`
-/// or a promise completed from a callback - the chain of cancel targets ends there - and a
-/// cycle of more than 64 futures.
+/// Not detected: a cycle through a combinator (`all`, `zip`, `first`, ...), a `retry` (its
+/// attempts), a `cascade(to:)` or a promise completed from a callback - the chain of cancel
+/// targets ends there - and a cycle of more than 64 futures.
 ///
 /// Cost: only a `flatMap`/`flatMapError` step whose body returns a *pending* future that is
 /// itself made from another future looks: it reads the upstream words of the futures that one
