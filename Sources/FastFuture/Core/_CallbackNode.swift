@@ -194,7 +194,9 @@ internal class _CallbackNode: @unchecked Sendable {
             _exploreRead(link)
             current = link.pointee
             if raw == embeddedNode {
-                // Left empty: `fireIfLoneEmbedded` reads the embedded node's link.
+                // Nothing reads this link again (a push, and `_reversed`, write a node's link
+                // before anything reads it): cleared, one store per list, so that the embedded
+                // node - as long-lived as its future - never points at a freed node.
                 link.pointee = nil
                 core.fireEmbedded(source)
                 break
