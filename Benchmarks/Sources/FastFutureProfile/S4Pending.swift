@@ -15,6 +15,9 @@
 // 5 iterations of every shape x T x kind, the kinds in alternating order (reversed every other
 // round), after one untimed round.
 //
+// `FF_S4PENDING_PER_THREAD` changes the callbacks per registrant (default
+// `Sizes.fanOutCallbacksPerThread`, 20,000): to hold the pending list's size while T changes.
+//
 // The pending count: each registrant loads `isComplete` before each registration until it first
 // sees the future complete; the registrations before that one are counted pending (at most one per
 // registrant is miscounted: a completion between the load and the registration). The load is the
@@ -138,13 +141,19 @@ private final class Arrivals: Sendable {
     let count = Atomic<Int>(0)
 }
 
+/// Callbacks per registrant in `times S4pending`: `FF_S4PENDING_PER_THREAD`, else S4's.
+let s4PendingPerThread: Int = {
+    if let raw = getenv("FF_S4PENDING_PER_THREAD"), let value = Int(String(cString: raw)), value >= 2 { return value }
+    return Sizes.fanOutCallbacksPerThread
+}()
+
 /// One S4-shaped iteration of `shape` on `target` with `threads` registrants; returns its record.
 @available(macOS 15.0, iOS 18.0, *)
 private func pendingIteration(
     _ target: some PendingTarget, shape: String, threads: Int, pool: WorkerPool, marks: SharedBytes?
 ) -> PendingRecord {
     let clock = ContinuousClock()
-    let perThread = Sizes.fanOutCallbacksPerThread
+    let perThread = s4PendingPerThread
     let half = perThread / 2
     let record = PendingRecord(threads: threads)
     let completeNow = DispatchSemaphore(value: 0)
@@ -195,7 +204,7 @@ private func pendingIteration(
 /// callback bucketed by pending fraction; `csv` (a path) also gets one line per iteration.
 func s4PendingTimes(rounds: Int, shapes: [String], threadCounts: [Int], kinds: [String], csv: String?) {
     guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs Synchronization") }
-    let perThread = Sizes.fanOutCallbacksPerThread
+    let perThread = s4PendingPerThread
     let iterations = 5
     var pools: [String: WorkerPool] = [:]
     for threads in threadCounts {
