@@ -19,7 +19,9 @@
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
 // callgrind.
 // S3, S5, S4T (S4 with its threads) and `times`: the scenarios where `.lockFree` has lost to
-// `.locked` (and `firstOf` and `timeout`, timed), see Losses.swift.
+// `.locked` (and `firstOf` and `timeout`, timed), see Losses.swift; `times S4pending`, S4's shapes
+// with their threads per iteration (pending callbacks, the completer's wake, the times), see
+// S4Pending.swift.
 
 import Dispatch
 import FastFuture
