@@ -177,7 +177,8 @@ func registerS5() {
     }
 }
 
-// MARK: - S4's shapes: callbacks that capture state (S4c), a preempting completer (S4p)
+// MARK: - S4's shapes: callbacks that capture state (S4c), a preempting completer (S4p), the split
+// fixed at half (S4e)
 
 /// One counter per registration of an S4c iteration, in one shared array: each callback captures
 /// its slot and increments it, so every callback writes shared memory - on the completing thread
@@ -219,6 +220,10 @@ private enum FanOutCompletion {
     /// Once every registrant has made half its share (S4p): the last to get there wakes the
     /// completer, which runs at a higher priority than the registrants and so preempts them.
     case afterAllHalfWay
+    /// As `afterAllHalfWay`, and every registrant then waits until the completion is visible (the
+    /// first callback it runs opens a gate) before its second half (S4e): exactly half of the
+    /// callbacks pending and half late, however late the scheduler runs the completer.
+    case fixedHalf
 }
 
 /// What the S4 shapes register on and complete: a FastFuture promise or a `ReferenceFuture`.
@@ -226,6 +231,8 @@ private protocol FanOutTarget: Sendable {
     /// Registers a callback that increments `marks`'s slot `slot`, or (no marks) only consumes the
     /// result.
     func register(marks: RegistrationMarks?, slot: Int)
+    /// Registers a callback that signals `gate` `count` times (S4e, before any registrant's).
+    func registerGate(_ gate: DispatchSemaphore, count: Int)
     func complete(_ value: Int)
     var isComplete: Bool { get }
 }
@@ -247,6 +254,10 @@ private struct FastFutureTarget: FanOutTarget {
         }
     }
 
+    func registerGate(_ gate: DispatchSemaphore, count: Int) {
+        future.whenComplete { _ in for _ in 0..<count { gate.signal() } }
+    }
+
     func complete(_ value: Int) { promise.succeed(value) }
     var isComplete: Bool { future.isComplete }
 }
@@ -261,6 +272,10 @@ private struct ReferenceTarget: FanOutTarget {
         } else {
             future.whenComplete { value in blackHole(value) }
         }
+    }
+
+    func registerGate(_ gate: DispatchSemaphore, count: Int) {
+        future.whenComplete { _ in for _ in 0..<count { gate.signal() } }
     }
 
     func complete(_ value: Int) { future.complete(value) }
@@ -296,6 +311,10 @@ private func runFanOut(
     let completeAfter = Knobs.fanOutCompleteAfter
     let completeNow = DispatchSemaphore(value: 0)
     let halfWay = HalfWayCount()
+    let gate = DispatchSemaphore(value: 0)
+    // S4e: the gate's callback is the first registered, so the completion runs it first (one
+    // callback more than the other shapes, the same for every implementation).
+    if completion == .fixedHalf { target.registerGate(gate, count: threads) }
     benchmark.startMeasurement()
     benchmark.countingContextSwitches {
         pool.run { worker in
@@ -310,9 +329,10 @@ private func runFanOut(
                 switch completion {
                 case .afterFirstHalfWay:
                     if worker == 0 { completeNow.signal() }
-                case .afterAllHalfWay:
+                case .afterAllHalfWay, .fixedHalf:
                     // relaxed: only counts; the semaphore orders what the completer needs.
                     if halfWay.arrived.add(1, ordering: .relaxed).newValue == threads { completeNow.signal() }
+                    if completion == .fixedHalf { gate.wait() }
                 }
             }
         }
@@ -322,14 +342,17 @@ private func runFanOut(
     if let marks { check(marks.checkAndReset(), "S4c: a callback did not run exactly once") }
 }
 
-/// `S4c.<impl>.T<n>` and `S4p.<impl>.T<n>`: S4's fan-out with callbacks that capture their slot
-/// and write it in a shared array (S4c), and with registrants at a lower priority than the
-/// completer, which completes once all of them are half-way (S4p); on both FastFuture variants
-/// and the reference future.
+/// `S4c.<impl>.T<n>`, `S4p.<impl>.T<n>` and `S4e.<impl>.T<n>`: S4's fan-out with callbacks that
+/// capture their slot and write it in a shared array (S4c), with registrants at a lower priority
+/// than the completer, which completes once all of them are half-way (S4p), and with the split
+/// fixed (S4e: every registrant stops at its half-way mark, the last to get there signals the
+/// completer, and each goes on once the completion is visible); on both FastFuture variants and
+/// the reference future.
 func registerS4Shapes() {
     guard #available(macOS 15.0, iOS 18.0, *) else { return }
     for (shape, completion, capturing) in [
         ("S4c", FanOutCompletion.afterFirstHalfWay, true), ("S4p", .afterAllHalfWay, false),
+        ("S4e", .fixedHalf, false),
     ] {
         for threads in Sizes.fanOutThreads {
             for impl in ["\(FutureVariant.lockFree)", "\(FutureVariant.locked)", "reference"] {

@@ -186,13 +186,15 @@ private let s4VersusLocked =
     + "(42 to 128 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
     + "alternating rounds"
 private let s4VersusReference =
-    "the scheduler, not the callback path: per callback lock-free is level with the reference (497 instructions "
-    + "per pending callback to 484, 3.0 L1 misses to 1.8 - the node's 80-byte chunk - and no L2 miss; 42 per late "
-    + "one to 14; its completer runs 317 to the reference's 299, 2-3 ns more, its registration 10 ns less) and "
-    + "one thread doing S4's work at T = 1 takes 0.93x-1.0x its time; with threads, an iteration "
-    + "takes 0.6-0.8 ms more when the completer gets a CPU only after the registrants (all callbacks pending), "
-    + "which lock-free's did more often than the reference's in most runs at T = 1 - why, not found (T > 1 not "
-    + "profiled apart)"
+    "the scheduler and the completer's memory, not the contention path: at T = 1 lock-free is level with the "
+    + "reference per callback (497 instructions per pending callback to 484, 42 per late one to 14) and in one "
+    + "thread's time (0.93x-1.0x); with threads, how many callbacks are pending is decided by where the scheduler "
+    + "queues the completer when an iteration starts (half, or all when it runs after the registrants), alike for "
+    + "both - lock-free does not pile up more; at T >= 4 the completer's walk over 40,000 to 320,000 pending "
+    + "nodes from T threads runs out of the L2 and its time per callback grows with T, more for lock-free's "
+    + "80-byte node than for the reference's 48 (the reference padded to 80 bytes trails it as much); with the "
+    + "split fixed (S4e) lock-free is level with the reference at T = 1 and 2 and 0.98x-1.16x its time from "
+    + "T = 4, as the padded reference is (perf sched and cpu-clock profiles, T = 1 to 16)"
 private let s3s5VersusLocked =
     "noise, not the code: lock-free runs fewer instructions (S3 0.86x, S5 0.73x-0.75x per call), half the atomic "
     + "read-modify-writes and the same cache misses, and led in every same-process alternating timing"
@@ -227,7 +229,9 @@ private let libraryScenarios: [Scenario] = [
         losses: [LossReason("locked", s3s5VersusLocked, section: "S3 and S5")], impls: peers
     ) { _, _ in Sizes.manyFutures },
     Scenario(
-        "S4", "fan-out contention: T threads register callbacks on one future while another completes it",
+        "S4",
+        "fan-out contention: T threads register callbacks on one future while another completes it once worker 0 "
+            + "is half-way (how many callbacks are then pending, half or up to all, is the scheduler's: S4e fixes it)",
         summary: "fan-out: T threads add callbacks to one future", unit: "registration", comparison: "throughput",
         losses: [
             LossReason("locked", s4VersusLocked, section: "S4 under contention"),
@@ -253,6 +257,19 @@ private let libraryScenarios: [Scenario] = [
             + "completer completes the future as soon as every registrant is half-way, while they still register",
         summary: "fan-out, a higher-priority completer preempts the registrants", unit: "registration",
         comparison: "throughput",
+        losses: [
+            LossReason("locked", s4VersusLocked, section: "S4 under contention"),
+            LossReason("reference", s4VersusReference, section: "S4 under contention"),
+        ],
+        impls: ["lockFree", "locked", "reference"], threads: Sizes.fanOutThreads
+    ) { _, threads in Sizes.fanOutCallbacksPerThread * threads! },
+    Scenario(
+        "S4e",
+        "fan-out with the split fixed: T threads register callbacks; each stops half-way, the last to get there "
+            + "signals the completer, and each goes on once the completion is visible - exactly half of the callbacks "
+            + "pending at the completion and half late, however late the scheduler runs the completer (in S4, S4c "
+            + "and S4p it decides the split)",
+        summary: "fan-out, exactly half of the callbacks pending", unit: "registration", comparison: "throughput",
         losses: [
             LossReason("locked", s4VersusLocked, section: "S4 under contention"),
             LossReason("reference", s4VersusReference, section: "S4 under contention"),

@@ -19,7 +19,9 @@
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
 // callgrind.
 // S3, S5, S4T (S4 with its threads) and `times`: the scenarios where `.lockFree` has lost to
-// `.locked` (and `firstOf` and `timeout`, timed), see Losses.swift.
+// `.locked` (and `firstOf` and `timeout`, timed), see Losses.swift; `times S4pending`, S4's shapes
+// with their threads per iteration (pending callbacks, the completer's wake, the times), see
+// S4Pending.swift.
 
 import Dispatch
 import FastFuture
@@ -474,7 +476,18 @@ let usage =
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
     + " | FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds]"
+    + " | FastFutureProfile times S4pending [rounds] [S4,S4c,S4p,S4e] [1,2,4,16] [lockFree,locked,reference,padded] [csv path]"
 let arguments = CommandLine.arguments
+if arguments.count >= 3, arguments[1] == "times", arguments[2] == "S4pending" {
+    func list(_ index: Int, _ otherwise: [String]) -> [String] {
+        arguments.count > index ? arguments[index].split(separator: ",").map(String.init) : otherwise
+    }
+    s4PendingTimes(
+        rounds: arguments.count > 3 ? Int(arguments[3]) ?? 11 : 11, shapes: list(4, ["S4", "S4c", "S4p", "S4e"]),
+        threadCounts: list(5, ["1", "2", "4", "16"]).compactMap { Int($0) },
+        kinds: list(6, ["lockFree", "locked", "reference"]), csv: arguments.count > 7 ? arguments[7] : nil)
+    exit(0)
+}
 if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves", arguments[3] == "split" {
     s4ThreadsSplit(
         rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11,
