@@ -174,7 +174,9 @@ struct CycleDetectionLimitsTests {
             return 0
         }
         for (index, round) in rounds.enumerated() {
-            #expect(try round.derived.peek()?.get() == index + 1, "round \(index): \(String(describing: round.derived.peek()))")
+            #expect(
+                try round.derived.peek()?.get() == index + 1,
+                "round \(index): \(String(describing: round.derived.peek()))")
         }
         #expect(eventually { deaths.load() == count }, "make's captures still held: \(deaths.load()) of \(count)")
     }

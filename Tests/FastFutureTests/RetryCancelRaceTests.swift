@@ -115,14 +115,16 @@ struct RetryCancelRaceTests {
         // Released by the canceller (no turn is open): before `cancel()` returned.
         #expect(deaths.load() == count, "make's captures: \(deaths.load()) of \(count) released")
         for (index, round) in rounds.enumerated() {
-            #expect(round.retried.isCancelled, "round \(index): the retry is \(String(describing: round.retried.peek()))")
+            #expect(
+                round.retried.isCancelled, "round \(index): the retry is \(String(describing: round.retried.peek()))")
             if case .failure(let error)? = round.derived.peek() {
                 #expect(error is CancellationError, "round \(index): the flatMap failed with \(error)")
             } else {
                 Issue.record("round \(index): the flatMap is \(String(describing: round.derived.peek()))")
             }
             #expect(round.first.future.isCancelled, "round \(index): the attempt in flight was not cancelled")
-            #expect(round.cancelHandlers.load() == 1, "round \(index): onCancel ran \(round.cancelHandlers.load()) times")
+            #expect(
+                round.cancelHandlers.load() == 1, "round \(index): onCancel ran \(round.cancelHandlers.load()) times")
         }
     }
 

@@ -37,10 +37,26 @@ extension Future {
     ///
     /// The walk stops at the first word that holds no future (a promise's future, a timer, a
     /// combinator's state, a complete future), so a follow without a cycle usually walks one or
-    /// two futures.
+    /// two futures; through a retry's driver it goes on to the attempt in flight
+    /// (`_FlightLending`).
+    ///
+    /// A retry's driver calls it too, for the retry's result, from each pending attempt it has
+    /// just put in flight (published by the read-modify-write of its turn's `leave`): the same
+    /// argument makes one of it and a `flatMap` following the retry see a cycle they close.
     @inlinable
     internal func _isReached(from inner: AnyObject) -> Bool {
         _FutureCore.isReached(self, from: inner)
+    }
+
+    /// `_isReached(from: attempt)` for a retry's result and the attempt its driver has just put
+    /// in flight, with the walk's first check inline: an attempt whose upstream word holds
+    /// nothing (a promise's future) or is closed (a complete future) waits on nothing, and
+    /// costs one load (not `isComplete`, which takes a `.locked` future's lock).
+    @inlinable @inline(__always)
+    internal func _isReached(fromAttempt attempt: Future<Value>) -> Bool {
+        let word = ff_atomic_word_load_acquire(attempt._core.upstream)
+        if word == _Upstream.none || word == _Upstream.closed { return false }
+        return _FutureCore.isReached(self, from: attempt)
     }
 }
 
@@ -104,9 +120,9 @@ internal protocol _FlightLending: AnyObject {
     func lendFlight(spare: inout _UpstreamBorrow?) -> AnyObject?
 }
 
-/// What a cycle walk puts in a `.lockFree` future's upstream word while it reads through it:
-/// a stand-in that owns the word's reference to the object it replaced (`target`) and acts
-/// for it.
+/// What a cycle walk puts in a `.lockFree` future's upstream word (or a retry driver's flight
+/// word, see `_FlightLending`) while it reads through it: a stand-in that owns the word's
+/// reference to the object it replaced (`target`) and acts for it.
 ///
 /// A completer that takes the stand-in instead of the object gets the same outcome: its
 /// release (`releaseUpstream`) releases the stand-in and so the object; its cancellation
@@ -200,8 +216,8 @@ extension _UpstreamBorrow {
         // before the word is given back), looking through the stand-ins that other walks left in
         // the word - each held by the one before, so no one else writes its `target`.
         let object = current & ~flags
-        let target = UInt(bitPattern: Unmanaged.passUnretained(lookingThrough(Unmanaged<AnyObject>.fromWord(object).takeUnretainedValue())).toOpaque())
-        let retained = Unmanaged<AnyObject>.fromWord(target).retain()
+        let retained = Unmanaged.passRetained(
+            lookingThrough(Unmanaged<AnyObject>.fromWord(object).takeUnretainedValue()))
         let standIn = UInt(bitPattern: Unmanaged.passUnretained(borrow).toOpaque())
         var expected = standIn | (current & flags)
         // acq_rel: release gives the word's reference back with the object (to the completer's

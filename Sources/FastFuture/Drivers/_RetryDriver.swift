@@ -228,7 +228,7 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending
         // is published in the flight word, by a read-modify-write, before this walk, so of this
         // turn and a flatMap that follows the retry at the same time, one sees the cycle); the
         // attempt then fails through its forwards.
-        if !future.isComplete, result._isReached(from: future) {
+        if result._isReached(fromAttempt: future) {
             result._complete(.failure(FutureCycleError()))
         }
         // Runs through the trampoline: if `future` failed synchronously and this is nested in

@@ -1,6 +1,7 @@
 // The explorer's scenarios for a retry's cancellation (`_RetryDriver`: its flight word, shared by
 // the driving thread's turns and the canceller) racing an attempt that fails - whose callback
-// makes the next attempt - or the delay timer that fires. Exploration builds only (see
+// makes the next attempt - or the delay timer that fires; and for a cycle walk that borrows the
+// attempt in flight from that word, racing both. Exploration builds only (see
 // Explorer.swift).
 #if FF_EXPLORE
     @testable import FastFuture
@@ -10,8 +11,80 @@
         /// This file's scenarios (see `all`).
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
-            retryCancelVsDelayFire, retryCancelVsFailureIntoWait,
+            retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
         ]
+
+        /// A flatMap starts following a retry (T1: its promise completes; the follow's cycle walk
+        /// borrows the attempt in flight from the retry's driver - a stand-in in the flight word)
+        /// while T0 fails attempt 1, whose callback opens a turn, makes attempt 2, puts it in
+        /// flight and walks from it. No cycle: `make` runs twice (a turn that read the borrow as
+        /// the canceller's mark would make no attempt 2, or cancel it), the flatMap and the retry
+        /// get attempt 2's value, and nothing stays allocated.
+        static let retryWalkVsAttemptSwitch = ExploreScenario("retry-walk-vs-attempt-switch") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured) { attempt in
+                attempt == 1 ? first.future : second.future
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("second:onCancel") == 0, "attempt 2 was cancelled: \(log.events)")
+                log.expect(!retried.isComplete && !derived.isComplete, "completed before attempt 2 did")
+                if !second.future.isComplete { second.succeed(ExplorePayload(2)) }
+                log.expect(retried.peek()?.payloadID == 2, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.payloadID == 2, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// A flatMap starts following a retry (T0; its walk borrows attempt 1 from the driver's
+        /// flight word) while T1 cancels the retry - its exchange may take the walk's stand-in
+        /// instead of the attempt. The retry and the flatMap are cancelled, attempt 1 is cancelled
+        /// once (the canceller takes it from the stand-in), `make`'s captures are released (once:
+        /// nothing stays allocated), and nothing else does.
+        static let retryWalkVsCancel = ExploreScenario("retry-walk-vs-cancel") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            first.onCancel { log.event("first:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured) { _ in first.future }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                {
+                    retried.cancel()
+                    log.expect(retried.isComplete, "cancel() returned with the retry pending")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 0, "make ran: \(log.events)")
+                log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(log.count("first:onCancel") == 1, "attempt 1's onCancel: \(log.events)")
+                log.expect(first.future.peek()?.isCancellation == true, "attempt 1 was not cancelled")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
 
         /// T0 fails attempt 1, whose callback makes attempt 2, while T1 cancels the retry: the
         /// retry is cancelled, `make` runs at most twice, an attempt 2 made is cancelled, and
