@@ -12,7 +12,53 @@
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
+            retryCycleBothEnds,
         ]
+
+        /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
+        /// 2 - a map of the flatMap that follows the retry - and walks from it; T1 completes the
+        /// flatMap's promise, so the flatMap starts following the retry and walks through its
+        /// driver to the attempt in flight. At least one walk sees the cycle (each publishes its
+        /// link by a read-modify-write before it walks): the retry and the flatMap both fail with
+        /// `FutureCycleError`, once, `make` runs twice, and nothing stays allocated.
+        static let retryCycleBothEnds = ExploreScenario("retry-cycle-both-ends") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let slot = FutureSlot<ExplorePayload>()
+            let retried = Future<ExplorePayload>.retry(attempts: 2, variant: variant) { attempt in
+                log.event("make:\(attempt)")
+                return attempt == 1 ? first.future : slot.future!.map { $0 }
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            slot.future = derived
+            derived.whenComplete { result in
+                if case .failure(let error) = result, error is FutureCycleError {
+                    log.event("derived:cycle")
+                } else {
+                    log.event("derived:other")
+                }
+            }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(
+                    log.count("derived:cycle") == 1 && log.count("derived:other") == 0,
+                    "the flatMap: \(String(describing: derived.peek())), \(log.events)")
+                var retryFailedWithTheCycle = false
+                if case .failure(let error)? = retried.peek() { retryFailedWithTheCycle = error is FutureCycleError }
+                log.expect(retryFailedWithTheCycle, "the retry: \(String(describing: retried.peek()))")
+                slot.future = nil
+            }
+            return run
+        }
 
         /// A flatMap starts following a retry (T1: its promise completes; the follow's cycle walk
         /// borrows the attempt in flight from the retry's driver - a stand-in in the flight word)
