@@ -72,8 +72,9 @@ struct CycleDetectionLimitsTests {
         #expect(tail.isComplete)
     }
 
-    /// A retry whose later attempt waits on the flatMap that follows the retry: the retry
-    /// re-points its upstream word at the new attempt, closing the cycle without a flatMap step.
+    /// A retry whose later attempt waits on the flatMap that follows the retry: the retry puts
+    /// the new attempt in flight, closing the cycle without a flatMap step - the retry's own walk
+    /// (from the attempt it installs) must see it.
     @Test(arguments: FutureVariant.allCases)
     func retryAttemptThatWaitsOnItsOwnFollowerFails(variant: FutureVariant) {
         let source = Promise<Int>(variant: variant)
@@ -87,13 +88,9 @@ struct CycleDetectionLimitsTests {
         source.succeed(0)  // `derived` follows the retry (attempt 1 pending): no cycle yet
         #expect(derived.isComplete == false)
         gate.fail(Boom())  // attempt 2 (at once: zero delay) waits on `derived`: a cycle
-        // Wrong: only a flatMap step walks; the retry's re-pointing closes the cycle unseen.
-        withKnownIssue("a cycle closed by a retry attempt is not detected: both stay pending") {
-            expectCycleError(derived, "the flatMap following the retry")
-            expectCycleError(retried, "the retry whose attempt waits on its follower")
-        }
-        derived.cancel()
-        #expect(retried.isComplete)
+        // The retry walks from each attempt it puts in flight: it reaches the retry's result.
+        expectCycleError(derived, "the flatMap following the retry")
+        expectCycleError(retried, "the retry whose attempt waits on its follower")
     }
 
     /// A flatMap whose body returns a retry whose attempt in flight already waits on the flatMap's
@@ -111,13 +108,77 @@ struct CycleDetectionLimitsTests {
         }
         slot.future = derived
         source.succeed(0)  // the body runs here: attempt 1 waits on `derived`, which follows the retry
-        // Wrong since the retry's result points at its driver for good: the check stops at the
-        // driver (not a future) and never reaches the attempt - both stay pending.
-        withKnownIssue("the cycle check stops at a retry's driver: a cycle through its attempt stays pending") {
-            expectCycleError(derived, "the flatMap whose retry's attempt waits on it")
+        // The check steps through the retry's driver (the result's upstream) to its attempt.
+        expectCycleError(derived, "the flatMap whose retry's attempt waits on it")
+    }
+
+    /// The same with the cycle closed by a later attempt: attempt 1 fails at once, and attempt 2
+    /// waits on the flatMap's own future - made after the body returned (attempt 1's report is
+    /// queued on the trampoline that runs the body), so the retry's walk sees the cycle.
+    @Test(arguments: FutureVariant.allCases, [false, true])
+    func flatMapReturningARetryWhoseSecondAttemptWaitsOnItFails(variant: FutureVariant, throughMap: Bool) {
+        let source = Promise<Int>(variant: variant)
+        let slot = Slot<Int>()
+        let attempts = AtomicCount()
+        let derived = source.future.flatMap { _ in
+            Future<Int>.retry(attempts: 3, variant: variant) { attempt in
+                attempts.increment()
+                if attempt == 1 { return .failed(Boom(), variant: variant) }
+                return throughMap ? slot.future!.map { $0 + 1 } : slot.future!  // waits on `derived`
+            }
         }
-        derived.cancel()
-        #expect(derived.isComplete)
+        slot.future = derived
+        source.succeed(0)
+        expectCycleError(derived, "the flatMap whose retry's second attempt waits on it")
+        // The retry failed at attempt 2: no attempt 3.
+        #expect(attempts.load() == 2)
+    }
+
+    /// A flatMap following a retry while the retry switches attempts (attempt 1 fails on another
+    /// thread, making attempt 2, a map of a third thread's promise): the walk borrows the object
+    /// in flight from the driver while the driving thread's turn replaces it. No cycle: the
+    /// flatMap gets attempt 2's value, and the retry's closures are released.
+    @Test(arguments: FutureVariant.allCases)
+    func flatMapFollowingARetryWhileItSwitchesAttemptsGetsTheValue(variant: FutureVariant) throws {
+        final class Round: Sendable {
+            let trigger: Promise<Int>
+            let first: Promise<Int>
+            let second: Promise<Int>
+            let derived: Future<Int>
+
+            init(variant: FutureVariant, deaths: AtomicCount) {
+                let trigger = Promise<Int>(variant: variant)
+                let first = Promise<Int>(variant: variant)
+                let second = Promise<Int>(variant: variant)
+                let captured = DeinitCounted(deaths)
+                let retried = Future<Int>.retry(attempts: 2, variant: variant) { [captured] attempt in
+                    captured.touch()
+                    return attempt == 1 ? first.future : second.future.map { $0 + 1 }
+                }
+                self.trigger = trigger
+                self.first = first
+                self.second = second
+                derived = trigger.future.flatMap { _ in retried }
+            }
+        }
+        let count = Stress.raceItems
+        let deaths = AtomicCount()
+        let rounds = (0..<count).map { _ in Round(variant: variant, deaths: deaths) }
+        _ = TestThreads.race(3, over: count) { thread, index in
+            let round = rounds[index]
+            switch thread {
+            case 0: round.first.fail(Boom())
+            case 1: round.trigger.succeed(0)
+            default: round.second.succeed(index)
+            }
+            return 0
+        }
+        for (index, round) in rounds.enumerated() {
+            #expect(
+                try round.derived.peek()?.get() == index + 1,
+                "round \(index): \(String(describing: round.derived.peek()))")
+        }
+        #expect(eventually { deaths.load() == count }, "make's captures still held: \(deaths.load()) of \(count)")
     }
 
     /// A flatMap returning a combinator of its own future.

@@ -32,6 +32,9 @@ import Testing
         case flatMapFollowingAMainActorStep
         /// `Future.run(on: .mainActor)`'s own future.
         case runOnTheMainActor
+        /// A retry whose attempt in flight waits on a main-actor step (the wait sees through the
+        /// retry's driver to that attempt).
+        case retryWhoseAttemptWaitsOnAMainActorStep
     }
 
     @Test(
@@ -55,6 +58,8 @@ import Testing
                         awaited = Future.succeeded(0).flatMap { _ in inner }
                     case .runOnTheMainActor:
                         awaited = Future.run(on: .mainActor) { 1 }
+                    case .retryWhoseAttemptWaitsOnAMainActorStep:
+                        awaited = Future.retry(attempts: 2) { _ in promise.future.map(on: .mainActor) { $0 + 1 } }
                     }
                     DispatchQueue.global().async { promise.succeed(1) }
                     _ = try? awaited.wait()

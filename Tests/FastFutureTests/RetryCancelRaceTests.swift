@@ -74,6 +74,60 @@ struct RetryCancelRaceTests {
         #expect(cancelled > 0)
     }
 
+    /// One retry (attempt 1 a promise nothing completes) that a flatMap follows once `trigger`
+    /// completes: the follow's cycle walk borrows the attempt in flight from the retry's driver.
+    final class FollowedRound: Sendable {
+        let trigger: Promise<Int>
+        let first: Promise<Int>
+        let cancelHandlers = AtomicCount()
+        let retried: Future<Int>
+        let derived: Future<Int>
+
+        init(variant: FutureVariant, deaths: AtomicCount) {
+            let trigger = Promise<Int>(variant: variant)
+            let first = Promise<Int>(variant: variant)
+            let cancelHandlers = cancelHandlers
+            first.onCancel { cancelHandlers.increment() }
+            let captured = DeinitCounted(deaths)
+            let retried = Future<Int>.retry(attempts: 3, variant: variant) { [captured] _ in
+                captured.touch()
+                return first.future
+            }
+            self.trigger = trigger
+            self.first = first
+            self.retried = retried
+            derived = trigger.future.flatMap { _ in retried }
+        }
+    }
+
+    @Test(
+        "cancel() racing a flatMap's cycle walk through the retry: cancelled once, the attempt cancelled once, make's captures released once",
+        arguments: FutureVariant.allCases)
+    func cancelRacingACycleWalkThroughTheRetry(variant: FutureVariant) {
+        let count = Stress.raceItems
+        let deaths = AtomicCount()
+        let rounds = (0..<count).map { _ in FollowedRound(variant: variant, deaths: deaths) }
+        _ = TestThreads.race(2, over: count) { thread, index in
+            let round = rounds[index]
+            if thread == 0 { round.trigger.succeed(0) } else { round.retried.cancel() }
+            return 0
+        }
+        // Released by the canceller (no turn is open): before `cancel()` returned.
+        #expect(deaths.load() == count, "make's captures: \(deaths.load()) of \(count) released")
+        for (index, round) in rounds.enumerated() {
+            #expect(
+                round.retried.isCancelled, "round \(index): the retry is \(String(describing: round.retried.peek()))")
+            if case .failure(let error)? = round.derived.peek() {
+                #expect(error is CancellationError, "round \(index): the flatMap failed with \(error)")
+            } else {
+                Issue.record("round \(index): the flatMap is \(String(describing: round.derived.peek()))")
+            }
+            #expect(round.first.future.isCancelled, "round \(index): the attempt in flight was not cancelled")
+            #expect(
+                round.cancelHandlers.load() == 1, "round \(index): onCancel ran \(round.cancelHandlers.load()) times")
+        }
+    }
+
     /// One retry whose attempt 1 fails into a `shouldRetry` that says retry, then (with
     /// `delay`) a wait on a FastFuture timer thread, then attempt 2 - a promise nothing
     /// completes, so every round ends cancelled.

@@ -305,7 +305,8 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
     /// up to 64, retained. The walk reads each word as the cycle check does (a borrow, see
     /// `_FutureCore.upstreamTarget`), so a completer taking the word meanwhile is safe; it stops
     /// at a word that holds no future (a promise's future, a combinator's state, a timer) or is
-    /// closed (a complete future: the first complete one ends the list).
+    /// closed (a complete future: the first complete one ends the list); through a retry's
+    /// driver it goes on to the attempt in flight (borrowed the same way, see `_FlightLending`).
     ///
     /// - Parameter future: A pending future (held by the caller).
     /// - Returns: `future` first, then each future its predecessor's upstream word holds.
@@ -313,8 +314,8 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
         var found: [AnyObject] = [future]
         var spare: _UpstreamBorrow? = nil
         while found.count < _cycleWalkLimit,
-            let next = _FutureCore(found[found.count - 1]).upstreamTarget(spare: &spare),
-            next is any _UpstreamWalkable
+            let object = _FutureCore(found[found.count - 1]).upstreamTarget(spare: &spare),
+            let next = _FutureCore.walkedFuture(after: object, spare: &spare)
         {
             found.append(next)
         }

@@ -17,17 +17,20 @@
 /// the cycle then fails with this error. (A `timeout` of the derived future would, without this
 /// error, fail with `FutureTimeoutError` after its duration, and cancel the derived future if
 /// nobody else wants it.) Two steps that close one cycle at the same instant on two threads: at
-/// least one of them sees it.
+/// least one of them sees it. The chain goes on through a `retry` to its attempt in flight, and
+/// a `retry` looks too when it starts an attempt: an attempt that waits on the `flatMap` that
+/// follows the retry fails the retry (and with it that `flatMap`) with this error.
 ///
-/// Not detected: a cycle through a combinator (`all`, `zip`, `first`, ...), a `retry` (its
-/// attempts), a `cascade(to:)` or a promise completed from a callback - the chain of cancel
-/// targets ends there - and a cycle of more than 64 futures.
+/// Not detected: a cycle through a combinator (`all`, `zip`, `first`, ...), a `cascade(to:)` or
+/// a promise completed from a callback - the chain of cancel targets ends there - and a cycle
+/// of more than 64 futures.
 ///
 /// Cost: only a `flatMap`/`flatMapError` step whose body returns a *pending* future that is
 /// itself made from another future looks: it reads the upstream words of the futures that one
 /// waits on, until one holds no future (usually one or two): one small allocation for the walk,
 /// and two compare-and-swaps per future read through. Chains without a `flatMap`, and a body that
-/// returns a complete future or a promise's future, do not look.
+/// returns a complete future or a promise's future, do not look; nor does a `retry` whose
+/// attempt is complete or a promise's future.
 public struct FutureCycleError: Error, Sendable, Hashable, CustomStringConvertible {
     public init() {}
 

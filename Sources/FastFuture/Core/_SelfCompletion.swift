@@ -37,10 +37,26 @@ extension Future {
     ///
     /// The walk stops at the first word that holds no future (a promise's future, a timer, a
     /// combinator's state, a complete future), so a follow without a cycle usually walks one or
-    /// two futures.
+    /// two futures; through a retry's driver it goes on to the attempt in flight
+    /// (`_FlightLending`).
+    ///
+    /// A retry's driver calls it too, for the retry's result, from each pending attempt it has
+    /// just put in flight (published by the read-modify-write of its turn's `leave`): the same
+    /// argument makes one of it and a `flatMap` following the retry see a cycle they close.
     @inlinable
     internal func _isReached(from inner: AnyObject) -> Bool {
         _FutureCore.isReached(self, from: inner)
+    }
+
+    /// `_isReached(from: attempt)` for a retry's result and the attempt its driver has just put
+    /// in flight, with the walk's first check inline: an attempt whose upstream word holds
+    /// nothing (a promise's future) or is closed (a complete future) waits on nothing, and
+    /// costs one load (not `isComplete`, which takes a `.locked` future's lock).
+    @inlinable @inline(__always)
+    internal func _isReached(fromAttempt attempt: Future<Value>) -> Bool {
+        let word = ff_atomic_word_load_acquire(attempt._core.upstream)
+        if word == _Upstream.none || word == _Upstream.closed { return false }
+        return _FutureCore.isReached(self, from: attempt)
     }
 }
 
@@ -51,20 +67,33 @@ extension _FutureCore {
         let targetWord = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
         var current: AnyObject = inner
         var spare: _UpstreamBorrow? = nil
-        for step in 0..<_cycleWalkLimit {
-            // `inner` is a future; a later object is checked.
-            if step > 0, !(current is any _UpstreamWalkable) { return false }
+        for _ in 0..<_cycleWalkLimit {
+            // A future (`inner`, then what `walkedFuture` returns).
             let core = _FutureCore(current)
             // Without a borrow: the word is the target (the common way a cycle closes), or
             // holds nothing to walk.
             let word = ff_atomic_word_load_acquire(core.upstream)
             if word == targetWord { return true }
             if word == _Upstream.none || word == _Upstream.closed { return false }
-            guard let next = core.upstreamTarget(spare: &spare) else { return false }
+            guard let object = core.upstreamTarget(spare: &spare),
+                let next = walkedFuture(after: object, spare: &spare)
+            else { return false }
             if next === target { return true }
             current = next
         }
         return false
+    }
+
+    /// What a walk that has read `current`'s upstream word goes on to: the object `object`, if
+    /// it is a future, or, through a retry's driver, the attempt it has in flight - retained;
+    /// `nil` if the walk ends there (a promise's future, a timer, a combinator's state, ...).
+    @usableFromInline
+    static func walkedFuture(after object: AnyObject, spare: inout _UpstreamBorrow?) -> AnyObject? {
+        if object is any _UpstreamWalkable { return object }
+        guard let driver = object as? any _FlightLending, let next = driver.lendFlight(spare: &spare),
+            next is any _UpstreamWalkable
+        else { return nil }
+        return next
     }
 }
 
@@ -80,9 +109,20 @@ internal protocol _UpstreamWalkable: AnyObject {}
 
 extension Future: _UpstreamWalkable {}
 
-/// What a cycle walk puts in a `.lockFree` future's upstream word while it reads through it:
-/// a stand-in that owns the word's reference to the object it replaced (`target`) and acts
-/// for it.
+/// A retry's driver - an upstream word's object that is no future but has one in flight (the
+/// current attempt, or a delay timer): a cycle walk steps through it to that object, which it
+/// borrows from the driver's flight word as from an upstream word (a stand-in in its place,
+/// the flag bits kept; see `_UpstreamBorrow.borrow`).
+@usableFromInline
+internal protocol _FlightLending: AnyObject {
+    /// The object in flight, retained, or `nil` if none (before the first attempt, or
+    /// cancelled).
+    func lendFlight(spare: inout _UpstreamBorrow?) -> AnyObject?
+}
+
+/// What a cycle walk puts in a `.lockFree` future's upstream word (or a retry driver's flight
+/// word, see `_FlightLending`) while it reads through it: a stand-in that owns the word's
+/// reference to the object it replaced (`target`) and acts for it.
 ///
 /// A completer that takes the stand-in instead of the object gets the same outcome: its
 /// release (`releaseUpstream`) releases the stand-in and so the object; its cancellation
@@ -135,42 +175,73 @@ extension _FutureCore {
             if word == _Upstream.none || word == _Upstream.closed { return nil }
             return Unmanaged<AnyObject>.fromWord(word).takeUnretainedValue()
         }
+        return _UpstreamBorrow.borrow(upstream, flags: 0, spare: &spare) { word in
+            word == _Upstream.none || word == _Upstream.closed
+        }
+    }
+}
+
+extension _UpstreamBorrow {
+    /// The borrow of `upstreamTarget`, for any word that holds an object (+1) beside `flags`
+    /// (bits that other threads may change while the object is lent: a retry's flight word,
+    /// see `_RetryDriver.lendFlight`): the object, retained, or `nil` if `isEmpty(word)` (the
+    /// word holds nothing to walk, or is closed). The stand-in keeps the flags, and the
+    /// compare-and-swap that gives the object back keeps those the word has then; if the
+    /// object bits are no longer the stand-in, someone took it, with the object.
+    @usableFromInline
+    static func borrow(
+        _ word: UnsafeMutablePointer<ff_atomic_word>, flags: UInt, spare: inout _UpstreamBorrow?,
+        isEmpty: (UInt) -> Bool
+    ) -> AnyObject? {
         let borrow = spare ?? _UpstreamBorrow()
         spare = nil
-        var word = ff_atomic_word_load_acquire(upstream)
+        var current = ff_atomic_word_load_acquire(word)
         while true {
-            if word == _Upstream.none || word == _Upstream.closed {
+            if isEmpty(current) {
                 spare = borrow
                 return nil
             }
-            borrow.target = word
+            borrow.target = current & ~flags
             let standIn = UInt(bitPattern: Unmanaged.passRetained(borrow).toOpaque())
             // acq_rel: acquire takes the word's reference to the object (published by the
-            // release of `replaceUpstream`); release publishes `target` to whoever takes the
+            // release of whoever put it there); release publishes `target` to whoever takes the
             // stand-in out.
-            var expected = word
-            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(upstream, &expected, standIn) { break }
+            var expected = current
+            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &expected, standIn | (current & flags)) { break }
             borrow.target = 0
             Unmanaged<_UpstreamBorrow>.fromWord(standIn).release()
-            word = expected
+            current = expected
         }
         // The stand-in holds the object now: retain it for the walk (an explicit retain, made
         // before the word is given back), looking through the stand-ins that other walks left in
         // the word - each held by the one before, so no one else writes its `target`.
-        var target = word
-        while target != 0, let other = Unmanaged<AnyObject>.fromWord(target).takeUnretainedValue() as? _UpstreamBorrow {
-            target = other.target
-        }
-        let retained = target == 0 ? nil : Unmanaged<AnyObject>.fromWord(target).retain()
+        let object = current & ~flags
+        let retained = Unmanaged.passRetained(
+            lookingThrough(Unmanaged<AnyObject>.fromWord(object).takeUnretainedValue()))
         let standIn = UInt(bitPattern: Unmanaged.passUnretained(borrow).toOpaque())
-        var expected = standIn
+        var expected = standIn | (current & flags)
         // acq_rel: release gives the word's reference back with the object (to the completer's
-        // acquire); acquire, on failure, orders this walk after whoever took the stand-in.
-        if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(upstream, &expected, word) {
-            borrow.target = 0
-            Unmanaged<_UpstreamBorrow>.fromWord(standIn).release()
-            spare = borrow
+        // acquire); acquire, on failure, orders this walk after whoever took the stand-in - or
+        // reads the flags a turn changed meanwhile (then try again).
+        while expected & ~flags == standIn {
+            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &expected, object | (expected & flags)) {
+                borrow.target = 0
+                Unmanaged<_UpstreamBorrow>.fromWord(standIn).release()
+                spare = borrow
+                break
+            }
         }
-        return retained?.takeRetainedValue()
+        return retained.takeRetainedValue()
+    }
+
+    /// `object`, or, if it is a walk's stand-in, the object it holds (through the stand-ins
+    /// of other walks that it may hold in turn): unretained, alive while `object` is.
+    @usableFromInline
+    static func lookingThrough(_ object: AnyObject) -> AnyObject {
+        var object = object
+        while let borrow = object as? _UpstreamBorrow, borrow.target != 0 {
+            object = Unmanaged<AnyObject>.fromWord(borrow.target).takeUnretainedValue()
+        }
+        return object
     }
 }

@@ -11,7 +11,8 @@ import AtomicsShim
 /// the driver afterwards - the watch on a shared attempt until that attempt completes, say -
 /// holds none of the closures, and its report changes nothing.
 ///
-/// The flight word (`_RetryFlight.word`), one atomic word shared by two parties: the *driving
+/// The flight word (`_RetryFlight.word`), one atomic word shared by two parties (and lent to
+/// cycle walks, below): the *driving
 /// thread* - at most one at a time, as the attempts are strictly sequential: `retry`'s caller
 /// for attempt 1, then the thread where attempt `n` failed, or the timer's - and the
 /// *canceller*, `_cancelFromDownstream`, which comes at most once. It holds the object in
@@ -34,6 +35,16 @@ import AtomicsShim
 /// them), as the canceller would have. The word keeps `busy` after a cancellation, so a second
 /// canceller would release nothing.
 ///
+/// A third party only lends the object: a cycle walk (`lendFlight`, see `_FlightLending`)
+/// swaps a stand-in (`_UpstreamBorrow`, owning the word's reference to the object) in for the
+/// object bits, keeping the flags, retains the object and swaps it back - keeping the flags
+/// the word has then - unless the object bits are no longer its stand-in. So a CAS of `enter`
+/// or `leave` may fail without the canceller: both try again until they succeed or read
+/// `closed`. A turn's `leave` that replaces a stand-in releases it, which releases the object
+/// (as it would the object); the canceller that takes a stand-in cancels the object it holds
+/// (`_UpstreamBorrow.lookingThrough`) and releases it - once, as the walk never gives back a
+/// stand-in that is no longer in the word.
+///
 /// Its code is `@inlinable`: specialized with the `retry` that makes it, in the client.
 ///
 /// - Note: `@unchecked Sendable`: `result`, `attempts`, `delay` and `backoff` are immutable and
@@ -41,7 +52,7 @@ import AtomicsShim
 ///   a turn of the driving thread, and written (released) only by the one party the word gives
 ///   them to once closed, as argued above.
 @usableFromInline
-internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sendable {
+internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending, @unchecked Sendable {
     /// Makes the timer of a wait on a user's clock.
     @usableFromInline typealias TimerMaker =
         @Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer
@@ -112,10 +123,12 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
     @inlinable
     func enter() -> Bool {
         var current = ff_atomic_word_load_relaxed(word)
-        if current & Self.closed != 0 { return false }
-        // acq_rel: nothing to receive but the verdict; the canceller is the only other writer,
-        // so a failure means it came.
-        return ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &current, current | Self.busy)
+        // acq_rel: nothing to receive but the verdict. A failure is the canceller (closed) or a
+        // cycle walk lending or giving back the object (see `lendFlight`): then try again.
+        while current & Self.closed == 0 {
+            if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &current, current | Self.busy) { return true }
+        }
+        return false
     }
 
     /// Ends the turn, putting the object of `next` (a +1 reference, which this call takes) in
@@ -125,12 +138,15 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
     @inlinable @inline(__always)
     func leave(installing next: UInt) -> Bool {
         var current = ff_atomic_word_load_relaxed(word)
-        if current & Self.closed == 0 {
+        // A failure is the canceller (closed) or a cycle walk lending or giving back the object
+        // (see `lendFlight`): then try again.
+        while current & Self.closed == 0 {
             // acq_rel: release publishes `next` and orders this turn's uses of the closures
             // before the canceller's release of them (its acquire exchange); acquire, on
             // failure, orders the release below after the canceller's exchange.
             if ff_atomic_word_cmpxchg_strong_acq_rel_acquire(word, &current, next != 0 ? next : current & ~Self.busy) {
-                // The object this replaced: a complete attempt, or a timer that fired.
+                // The object this replaced: a complete attempt, or a timer that fired - or a
+                // walk's stand-in for it, which holds it (its release releases the object).
                 if next != 0, current & Self.objectMask != 0 {
                     Unmanaged<AnyObject>.fromWord(current & Self.objectMask).release()
                 }
@@ -156,12 +172,25 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
             closures.pointee = .released
         }
         guard old & Self.closed == 0, old & Self.objectMask != 0 else { return }
-        let object = Unmanaged<AnyObject>.fromWord(old & Self.objectMask).takeRetainedValue()
+        let taken = Unmanaged<AnyObject>.fromWord(old & Self.objectMask).takeRetainedValue()
+        // A cycle walk's stand-in (see `lendFlight`): it holds the object in flight, which this
+        // cancels as it would have - taking the stand-in kept the walk from giving the word back.
+        let object = _UpstreamBorrow.lookingThrough(taken)
         if let attempt = object as? Future<Value> {
             // Forwarded: an attempt that others share is left to them.
             attempt._withdraw()
         } else if let timer = object as? any _Cancellable {
             timer._cancelFromDownstream()
+        }
+        withExtendedLifetime(taken) {}
+    }
+
+    /// A cycle walk's step through this driver (`_FlightLending`): the object in flight.
+    @usableFromInline
+    func lendFlight(spare: inout _UpstreamBorrow?) -> AnyObject? {
+        // Nothing to lend before the first attempt, or once closed (the canceller took it).
+        _UpstreamBorrow.borrow(word, flags: Self.busy | Self.closed, spare: &spare) { word in
+            word & Self.closed != 0 || word & Self.objectMask == 0
         }
     }
 
@@ -192,6 +221,15 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
             // an attempt that others share is left to them.
             future._withdraw()
             return
+        }
+        // A cycle that this attempt closes: it waits, through upstream words, on the retry's
+        // result (on a flatMap that follows the retry, say), so neither could ever complete. The
+        // result fails, as a flatMap's future would (see `Future._isReached(from:)`: the attempt
+        // is published in the flight word, by a read-modify-write, before this walk, so of this
+        // turn and a flatMap that follows the retry at the same time, one sees the cycle); the
+        // attempt then fails through its forwards.
+        if result._isReached(fromAttempt: future) {
+            result._complete(.failure(FutureCycleError()))
         }
         // Runs through the trampoline: if `future` failed synchronously and this is nested in
         // another attempt's callback, it is queued, not recursed into.

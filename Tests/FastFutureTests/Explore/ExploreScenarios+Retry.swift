@@ -1,6 +1,7 @@
 // The explorer's scenarios for a retry's cancellation (`_RetryDriver`: its flight word, shared by
 // the driving thread's turns and the canceller) racing an attempt that fails - whose callback
-// makes the next attempt - or the delay timer that fires. Exploration builds only (see
+// makes the next attempt - or the delay timer that fires; and for a cycle walk that borrows the
+// attempt in flight from that word, racing both. Exploration builds only (see
 // Explorer.swift).
 #if FF_EXPLORE
     @testable import FastFuture
@@ -10,8 +11,126 @@
         /// This file's scenarios (see `all`).
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
-            retryCancelVsDelayFire, retryCancelVsFailureIntoWait,
+            retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
+            retryCycleBothEnds,
         ]
+
+        /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
+        /// 2 - a map of the flatMap that follows the retry - and walks from it; T1 completes the
+        /// flatMap's promise, so the flatMap starts following the retry and walks through its
+        /// driver to the attempt in flight. At least one walk sees the cycle (each publishes its
+        /// link by a read-modify-write before it walks): the retry and the flatMap both fail with
+        /// `FutureCycleError`, once, `make` runs twice, and nothing stays allocated.
+        static let retryCycleBothEnds = ExploreScenario("retry-cycle-both-ends") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let slot = FutureSlot<ExplorePayload>()
+            let retried = Future<ExplorePayload>.retry(attempts: 2, variant: variant) { attempt in
+                log.event("make:\(attempt)")
+                return attempt == 1 ? first.future : slot.future!.map { $0 }
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            slot.future = derived
+            derived.whenComplete { result in
+                if case .failure(let error) = result, error is FutureCycleError {
+                    log.event("derived:cycle")
+                } else {
+                    log.event("derived:other")
+                }
+            }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(
+                    log.count("derived:cycle") == 1 && log.count("derived:other") == 0,
+                    "the flatMap: \(String(describing: derived.peek())), \(log.events)")
+                var retryFailedWithTheCycle = false
+                if case .failure(let error)? = retried.peek() { retryFailedWithTheCycle = error is FutureCycleError }
+                log.expect(retryFailedWithTheCycle, "the retry: \(String(describing: retried.peek()))")
+                slot.future = nil
+            }
+            return run
+        }
+
+        /// A flatMap starts following a retry (T1: its promise completes; the follow's cycle walk
+        /// borrows the attempt in flight from the retry's driver - a stand-in in the flight word)
+        /// while T0 fails attempt 1, whose callback opens a turn, makes attempt 2, puts it in
+        /// flight and walks from it. No cycle: `make` runs twice (a turn that read the borrow as
+        /// the canceller's mark would make no attempt 2, or cancel it), the flatMap and the retry
+        /// get attempt 2's value, and nothing stays allocated.
+        static let retryWalkVsAttemptSwitch = ExploreScenario("retry-walk-vs-attempt-switch") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured) { attempt in
+                attempt == 1 ? first.future : second.future
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("second:onCancel") == 0, "attempt 2 was cancelled: \(log.events)")
+                log.expect(!retried.isComplete && !derived.isComplete, "completed before attempt 2 did")
+                if !second.future.isComplete { second.succeed(ExplorePayload(2)) }
+                log.expect(retried.peek()?.payloadID == 2, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.payloadID == 2, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// A flatMap starts following a retry (T0; its walk borrows attempt 1 from the driver's
+        /// flight word) while T1 cancels the retry - its exchange may take the walk's stand-in
+        /// instead of the attempt. The retry and the flatMap are cancelled, attempt 1 is cancelled
+        /// once (the canceller takes it from the stand-in), `make`'s captures are released (once:
+        /// nothing stays allocated), and nothing else does.
+        static let retryWalkVsCancel = ExploreScenario("retry-walk-vs-cancel") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            first.onCancel { log.event("first:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured) { _ in first.future }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                {
+                    retried.cancel()
+                    log.expect(retried.isComplete, "cancel() returned with the retry pending")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 0, "make ran: \(log.events)")
+                log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(log.count("first:onCancel") == 1, "attempt 1's onCancel: \(log.events)")
+                log.expect(first.future.peek()?.isCancellation == true, "attempt 1 was not cancelled")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
 
         /// T0 fails attempt 1, whose callback makes attempt 2, while T1 cancels the retry: the
         /// retry is cancelled, `make` runs at most twice, an attempt 2 made is cancelled, and
