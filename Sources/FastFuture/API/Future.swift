@@ -28,7 +28,7 @@
 // How it works: the words, the states, who owns what and who may call what are documented once,
 // on `_FutureWords` and `_State` (Core/_FutureWords.swift, Core/_State.swift), and in the
 // article HowTheCoreWorks.md.
-public final class Future<Value: Sendable>: @unchecked Sendable {
+public final class Future<Value: Sendable>: _Cancellable, @unchecked Sendable {
     // MARK: Stored properties
     //
     // ORDER MATTERS: `_words` must be the first stored property. `_FutureCore` finds it at
@@ -68,7 +68,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ///   - result: The result of an already-complete future, or `nil` for a pending one.
     ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
     @inlinable
-    internal init(_variant variant: FutureVariant, result: Result<Value, any Error>?, upstream: AnyObject? = nil) {
+    internal init(_variant variant: FutureVariant, result: Result<Value, any Error>?, upstream: _Cancellable? = nil) {
         // A future made complete gets the state word that says what its result is (see
         // `_ResultWord`), and its value in the cell below, before any other thread sees it.
         let state: UInt
@@ -83,6 +83,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
             self._debugCreationSite = nil
         #endif
         self._resultCell = _ResultCell()
+        super.init()
         // (An empty value - `Void` - is never stored or loaded: the compiler may put it anywhere.)
         assert(
             MemoryLayout<Value>.size == 0
@@ -103,13 +104,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     ///   - variant: The synchronization variant.
     ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
     @inlinable
-    internal init(_pendingVariant variant: FutureVariant, upstream: AnyObject? = nil) {
+    internal init(_pendingVariant variant: FutureVariant, upstream: _Cancellable? = nil) {
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: 0, upstream: upstreamWord, variant: variant)
         #if DEBUG
             self._debugCreationSite = nil
         #endif
         self._resultCell = _ResultCell()
+        super.init()
         assert(
             MemoryLayout<Value>.size == 0
                 || withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) } == _resultCellPointer,
@@ -184,6 +186,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         _exploreRecordResultFree()
         if state & _State.completed != 0, state >= _ResultWord.valueToDestroy { _destroyResult(state: state) }
         _core.deinitialize(state: state)
+    }
+
+    /// A cancellation forwarded to this future from downstream (see `_Cancellable`): cancels it
+    /// only if nobody else wants its result (see `_withdraw`).
+    @usableFromInline
+    override internal func _cancelFromDownstream() {
+        _withdraw()
     }
 
     // MARK: Looking

@@ -147,7 +147,7 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
     /// The result was cancelled (its upstream is this driver): lets go of the closures and
     /// cancels what is in flight. Runs once, as trampolined work.
     @inlinable
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         // acq_rel: acquire receives the object in flight and orders the last turn's uses of the
         // closures before their release here; release orders this before a turn's failed CAS.
         let old = ff_atomic_word_exchange_acq_rel(word, Self.closed | Self.busy)
@@ -156,13 +156,9 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sen
             closures.pointee = .released
         }
         guard old & Self.closed == 0, old & Self.objectMask != 0 else { return }
-        let object = Unmanaged<AnyObject>.fromWord(old & Self.objectMask).takeRetainedValue()
-        if let attempt = object as? Future<Value> {
-            // Forwarded: an attempt that others share is left to them.
-            attempt._withdraw()
-        } else if let timer = object as? any _Cancellable {
-            timer._cancelFromDownstream()
-        }
+        // An attempt or a timer, both `_Cancellable`s: forwarded, an attempt that others share is
+        // left to them (`Future._withdraw`); a timer is cancelled.
+        Unmanaged<_Cancellable>.fromWord(old & Self.objectMask).takeRetainedValue()._cancelFromDownstream()
     }
 
     // MARK: Attempts
