@@ -283,7 +283,9 @@ struct IsolatedFrontsTests {
 
     /// `Future.run(on: .mainActor)` as unspecialized generic code calls it.
     @inline(never) @_optimize(none)
-    static func genericRun<T: Sendable>(variant: FutureVariant, _ body: @escaping @MainActor () throws -> T) -> Future<T> {
+    static func genericRun<T: Sendable>(
+        variant: FutureVariant, _ body: @escaping @MainActor () throws -> T
+    ) -> Future<T> {
         Future.run(on: .mainActor, variant: variant, body)
     }
 
