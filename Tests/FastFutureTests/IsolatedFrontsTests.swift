@@ -248,6 +248,47 @@ struct IsolatedFrontsTests {
         #expect(deaths.load() == 1)
     }
 
+    @Test(
+        "Future.run(on: .mainActor) through generic code runs its body once, on the main actor's queue after the call, and destroys its value once",
+        arguments: FutureVariant.allCases)
+    func runOnMainActorThroughGenericCode(variant: FutureVariant) throws {
+        let deaths = AtomicCount()
+        let ran = AtomicCount()
+        _ = IsolatedWork.runMainActor()  // nothing left from before: the count below is these three
+        do {
+            let made = Self.genericRun(variant: variant) { () -> DeinitCounted in
+                MainActor.preconditionIsolated()
+                ran.increment()
+                return DeinitCounted(deaths, id: 3)
+            }
+            let failed = Self.genericRun(variant: variant) { () throws -> DeinitCounted in
+                ran.increment()
+                throw TestFailure(2)
+            }
+            let skipped = Self.genericRun(variant: variant) { () -> DeinitCounted in
+                ran.increment()
+                return DeinitCounted(deaths, id: 4)
+            }
+            skipped.cancel()  // before the drain: its body never runs
+            #expect(ran.load() == 0, "never inside the call")
+            #expect(IsolatedWork.runMainActor() == 3)
+            #expect(ran.load() == 2)
+            #expect(try #require(made.peek()).get().id == 3)
+            #expect(throws: TestFailure(2)) { try failed.peek()?.get() }
+            #expect(skipped.isCancelled)
+            #expect(deaths.load() == 0)
+        }  // the futures go away: the value with them, once
+        #expect(deaths.load() == 1)
+    }
+
+    /// `Future.run(on: .mainActor)` as unspecialized generic code calls it.
+    @inline(never) @_optimize(none)
+    static func genericRun<T: Sendable>(
+        variant: FutureVariant, _ body: @escaping @MainActor () throws -> T
+    ) -> Future<T> {
+        Future.run(on: .mainActor, variant: variant, body)
+    }
+
     /// `map(on: .mainActor)` as unspecialized generic code calls it.
     @inline(never) @_optimize(none)
     static func genericMap<T: Sendable, U: Sendable>(

@@ -26,11 +26,28 @@ struct TimerDurationTests {
     }
 
     @Test func zeroAndNegativeAreNowAndNeedNoTimer() {
-        for duration in [Duration.zero, .nanoseconds(-1), .seconds(-5), .seconds(Int64.min)] {
+        let minusOneAttosecond = Duration(secondsComponent: 0, attosecondsComponent: -1)  // high half -1, low all ones
+        for duration in [Duration.zero, minusOneAttosecond, .nanoseconds(-1), .seconds(-5), .seconds(Int64.min)] {
             #expect(duration._timerNanoseconds == 0)
             #expect(!duration._isNever)
             #expect(!duration._needsTimer)
         }
+    }
+
+    @Test func positiveDurationsNeedATimerWhicheverHalfOfTheirAttosecondsIsSet() {
+        // `_needsTimer` and `_timerNanoseconds` read the sign from the two halves (`_isPositive`).
+        let durations: [Duration] = [
+            Duration(secondsComponent: 0, attosecondsComponent: 1),  // the low half only
+            Duration(_high: 1, low: 0),  // the high half only: 2^64 attoseconds, about 18.4 s
+            .seconds(60),
+        ]
+        for duration in durations {
+            #expect(duration > .zero)
+            #expect(duration._isPositive)
+            #expect(duration._needsTimer)
+            #expect((duration._timerNanoseconds ?? 0) > 0)
+        }
+        #expect(Duration(_high: 1, low: 0)._timerNanoseconds == 18_446_744_074)
     }
 
     @Test func theLastNanosecondBeforeTheWholeSecondsComes() {

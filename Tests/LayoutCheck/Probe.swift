@@ -16,22 +16,28 @@ extension _LockStorage {
     @inlinable static var unlocked: _LockStorage { ff_atomic_u32_make(0) }
 }
 
-/// A future's stored properties, as `Future` declares them: `_words` first, the creation site in
-/// debug builds, then the result cell (the real `_ResultCell`: raw memory sized and aligned like
-/// `Value`), last.
-final class ProbeFuture<Value> {
+/// `_Cancellable`, `Future`'s superclass (and every upstream object's): no stored properties.
+class ProbeCancellable {
+    init() {}
+}
+
+/// A future's stored properties, as `Future` declares them (a `_Cancellable`): `_words` first,
+/// the creation site in debug builds, then the result cell (the real `_ResultCell`: raw memory
+/// sized and aligned like `Value`), last.
+final class ProbeFuture<Value>: ProbeCancellable {
     var _words: _FutureWords
     #if DEBUG
         var _debugCreationSite: (file: StaticString, line: UInt)?
     #endif
     var _resultCell: _ResultCell<Value>
 
-    init() {
+    override init() {
         _words = _FutureWords(state: 0, upstream: 0, variant: .lockFree)
         #if DEBUG
             _debugCreationSite = nil
         #endif
         _resultCell = _ResultCell()
+        super.init()
     }
 }
 

@@ -21,6 +21,14 @@ import FastFuture
 //                   attempt fails and second succeeds, then `try await value`; called from a task
 //   actorAll        inside an actor's method: `Future.all(_:maxConcurrent: 2, on: self)` over 4
 //                   makers of complete futures, then `try await value`; called from a task
+//   mainActorRun    `Future.run(on: .mainActor) { i }`, then `wait()` from a thread that is not
+//                   the main one
+//   cancelMap       a promise's future mapped, then the mapped future cancelled (the cancellation
+//                   forwarded to the source, which it cancels)
+//   cancelRace      `Future.race` of two promises' futures, then the race's future cancelled (the
+//                   cancellation forwarded to the race's state, which cancels both inputs)
+//   firstMapped     `Future.first` of two mapped futures, the first one's promise succeeds (the
+//                   loser cancelled, and its cancellation forwarded to its source)
 func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int) {
     switch (mode, variant) {
     case ("mainActorMap", let variant?):
@@ -88,6 +96,38 @@ func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int
             let timed = promise.future.timeout(after: .seconds(60), clock: ContinuousClock())
             promise.succeed(index)
             guard case .success(index)? = timed.peek() else { fail("timeoutClock: not complete") }
+        }
+    case ("mainActorRun", let variant?):
+        onMainQueueDrained {
+            for index in 0..<iterations {
+                let run = Future.run(on: .mainActor, variant: variant) { index }
+                guard (try? run.wait()) == index else { fail("mainActorRun: wrong value") }
+            }
+        }
+    case ("cancelMap", let variant?):
+        for _ in 0..<iterations {
+            let promise = Promise<Int>(variant: variant)
+            let mapped = promise.future.map { $0 &+ 1 }
+            mapped.cancel()
+            guard promise.isCancelled else { fail("cancelMap: the source was not cancelled") }
+        }
+    case ("cancelRace", let variant?):
+        for _ in 0..<iterations {
+            let a = Promise<Int>(variant: variant)
+            let b = Promise<Int>(variant: variant)
+            let raced = Future.race([a.future, b.future])
+            raced.cancel()
+            guard a.isCancelled, b.isCancelled else { fail("cancelRace: an input was not cancelled") }
+        }
+    case ("firstMapped", let variant?):
+        for index in 0..<iterations {
+            let a = Promise<Int>(variant: variant)
+            let b = Promise<Int>(variant: variant)
+            let first = Future.first([a.future.map { $0 &+ 1 }, b.future.map { $0 &+ 1 }])
+            a.succeed(index)
+            guard case .success(index &+ 1)? = first.peek(), b.isCancelled else {
+                fail("firstMapped: not complete, or the loser's source not cancelled")
+            }
         }
     case ("succeededAfter", let variant?):
         for index in 0..<iterations {

@@ -471,6 +471,7 @@ let usage =
     + " | FastFutureProfile <mainActorMap|actorMap> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <actorRetry|actorAll> <lockFree|locked> [iterations]"
+    + " | FastFutureProfile <mainActorRun|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
@@ -565,6 +566,11 @@ case ("mainActorMap", _), ("actorMap", _), ("retry", _), ("boundedAll", _), ("ti
     moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
 case ("actorRetry", "nio"), ("actorAll", "nio"), ("actorRetry", "tasks"), ("actorAll", "tasks"): fail(usage)
 case ("actorRetry", _), ("actorAll", _): moreEntryPoint(arguments[1], variant, iterations)
+case ("mainActorRun", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"), ("firstMapped", "nio"),
+    ("mainActorRun", "tasks"), ("cancelMap", "tasks"), ("cancelRace", "tasks"), ("firstMapped", "tasks"):
+    fail(usage)
+case ("mainActorRun", _), ("cancelMap", _), ("cancelRace", _), ("firstMapped", _):
+    moreEntryPoint(arguments[1], variant, iterations)
 case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
     fail(usage)
 case ("fanIn", _): fanIn(variant, iterations)

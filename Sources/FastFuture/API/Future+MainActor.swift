@@ -204,11 +204,16 @@ extension Future {
     /// - Returns: A future of `body`'s result, completed on the main actor after `body` returned.
     /// - Note: `body` runs on the main queue after this call returns (never inside it, also on the
     ///   main actor). If the future is cancelled before `body` starts, `body` does not run.
+    @inlinable
     public static func run(
         on executor: MainActorExecutor,
         variant: FutureVariant = .lockFree,
         _ body: @escaping @MainActor () throws -> Value
     ) -> Future<Value> {
+        // Inlined into the caller, like the other main-actor overloads: the work is a closure made
+        // there, and the queue's `submit` is not generic. The value and the error complete the
+        // future apart (`_complete(value:)`, `_complete(error:)`): no `Result<Value, _>`, whose
+        // metadata an unspecialized caller would look up at run time.
         let future = Future(_pendingVariant: variant)
         // `executor.execute`, naming the future the work completes (for a main-thread `wait()`'s
         // diagnostic in debug builds).
@@ -216,7 +221,11 @@ extension Future {
             {
                 // Cancelled while queued: skip the work.
                 guard !future.isComplete else { return }
-                future._complete(Result { try MainActor.assumeIsolated { try body() } })
+                do {
+                    future._complete(value: try MainActor.assumeIsolated { try body() })
+                } catch {
+                    future._complete(error: error)
+                }
             }, completing: future)
         return future
     }

@@ -28,7 +28,7 @@
 // How it works: the words, the states, who owns what and who may call what are documented once,
 // on `_FutureWords` and `_State` (Core/_FutureWords.swift, Core/_State.swift), and in the
 // article HowTheCoreWorks.md.
-public final class Future<Value: Sendable>: @unchecked Sendable {
+public final class Future<Value: Sendable>: _Cancellable, @unchecked Sendable {
     // MARK: Stored properties
     //
     // ORDER MATTERS: `_words` must be the first stored property. `_FutureCore` finds it at
@@ -61,59 +61,63 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Initializers
 
-    /// Creates a future in the given state.
+    /// Creates a future whose state word starts as `state`: 0 for a pending future, or a
+    /// complete one's result word with COMPLETED and CLAIMED (its value, if any, is stored by the
+    /// caller, `init(_variant:result:)`, before any other thread sees the future). The one
+    /// designated initializer: the two below delegate to it.
     ///
     /// - Parameters:
+    ///   - state: The state word.
     ///   - variant: The synchronization variant.
-    ///   - result: The result of an already-complete future, or `nil` for a pending one.
     ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
     @inlinable
-    internal init(_variant variant: FutureVariant, result: Result<Value, any Error>?, upstream: AnyObject? = nil) {
-        // A future made complete gets the state word that says what its result is (see
-        // `_ResultWord`), and its value in the cell below, before any other thread sees it.
-        let state: UInt
-        switch result {
-        case nil: state = 0
-        case .success: state = Self._valueWord | _State.completed | _State.claimed
-        case .failure(let error): state = _ResultWord.retaining(error) | _State.completed | _State.claimed
-        }
+    internal init(_state state: UInt, variant: FutureVariant, upstream: _Cancellable?) {
         let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         self._words = _FutureWords(state: state, upstream: upstreamWord, variant: variant)
         #if DEBUG
             self._debugCreationSite = nil
         #endif
         self._resultCell = _ResultCell()
+        super.init()
         // (An empty value - `Void` - is never stored or loaded: the compiler may put it anywhere.)
         assert(
             MemoryLayout<Value>.size == 0
                 || withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) } == _resultCellPointer,
             "FastFuture: _resultCell is not where _resultCellOffset says")
-        switch result {
-        case nil: break
-        case .success(let value): _ = _storeValue(value)
-        case .failure: _exploreRecordErrorWrite()
-        }
     }
 
-    /// Creates a pending future: `init(_variant:result: nil, upstream:)` without the optional
-    /// result, which code the library compiles unspecialized (a driver's, a bridge's) would
-    /// otherwise look up `Optional<Result<Value, any Error>>`'s metadata for at run time.
+    /// Creates a pending future. Names no `Result<Value, _>`: code the library compiles
+    /// unspecialized (a driver's, a bridge's) would otherwise look up its metadata at run time.
     ///
     /// - Parameters:
     ///   - variant: The synchronization variant.
     ///   - upstream: For a derived future: what `cancel()` forwards to (see the upstream word).
     @inlinable
-    internal init(_pendingVariant variant: FutureVariant, upstream: AnyObject? = nil) {
-        let upstreamWord: UInt = upstream.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
-        self._words = _FutureWords(state: 0, upstream: upstreamWord, variant: variant)
-        #if DEBUG
-            self._debugCreationSite = nil
-        #endif
-        self._resultCell = _ResultCell()
-        assert(
-            MemoryLayout<Value>.size == 0
-                || withUnsafeMutablePointer(to: &_resultCell) { UnsafeMutableRawPointer($0) } == _resultCellPointer,
-            "FastFuture: _resultCell is not where _resultCellOffset says")
+    internal convenience init(_pendingVariant variant: FutureVariant, upstream: _Cancellable? = nil) {
+        self.init(_state: 0, variant: variant, upstream: upstream)
+    }
+
+    /// Creates a future in the given state.
+    ///
+    /// - Parameters:
+    ///   - variant: The synchronization variant.
+    ///   - result: The result of an already-complete future, or `nil` for a pending one.
+    @inlinable
+    internal convenience init(_variant variant: FutureVariant, result: Result<Value, any Error>?) {
+        // A future made complete gets the state word that says what its result is (see
+        // `_ResultWord`), and its value in the cell, before any other thread sees it.
+        let state: UInt
+        switch result {
+        case nil: state = 0
+        case .success: state = Self._valueWord | _State.completed | _State.claimed
+        case .failure(let error): state = _ResultWord.retaining(error) | _State.completed | _State.claimed
+        }
+        self.init(_state: state, variant: variant, upstream: nil)
+        switch result {
+        case nil: break
+        case .success(let value): _ = _storeValue(value)
+        case .failure: _exploreRecordErrorWrite()
+        }
     }
 
     /// Creates a future by handing its promise to `body`: the way to wrap a callback-style API.
@@ -184,6 +188,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
         _exploreRecordResultFree()
         if state & _State.completed != 0, state >= _ResultWord.valueToDestroy { _destroyResult(state: state) }
         _core.deinitialize(state: state)
+    }
+
+    /// A cancellation forwarded to this future from downstream (see `_Cancellable`): cancels it
+    /// only if nobody else wants its result (see `_withdraw`).
+    @usableFromInline
+    override internal func _cancelFromDownstream() {
+        _withdraw()
     }
 
     // MARK: Looking

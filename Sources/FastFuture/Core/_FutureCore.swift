@@ -416,7 +416,7 @@ internal struct _FutureCore {
     /// - Returns: `false` if the future has already completed (the word is closed); then nothing
     ///   was stored.
     @usableFromInline
-    func replaceUpstream(with newUpstream: AnyObject) -> Bool {
+    func replaceUpstream(with newUpstream: _Cancellable) -> Bool {
         let raw = UInt(bitPattern: Unmanaged.passRetained(newUpstream).toOpaque())
         var old: UInt
         if let mutex {

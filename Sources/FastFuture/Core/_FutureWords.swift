@@ -10,10 +10,11 @@ import AtomicsShim
 /// - `upstream`, the second word: what `cancel()` forwards to, for a future derived from another
 ///   (a `map`/`flatMap`/... step's source, the inner future a `flatMap` waits for, a combinator's
 ///   shared state, a timer, a retry's driver): `_Upstream.none` (0), a +1 retained
-///   object, or `_Upstream.closed` (1) once the future completed and its completer took the
-///   object (any thread may swap one object for another until then: `replaceUpstream`). A word
-///   that is 0 when the future is shared stays 0 - only its creator sets it from 0, while the
-///   future is private - so a completer that reads 0 skips the word.
+///   `_Cancellable` (the one base class of what a cancellation is forwarded to: forwarding it is
+///   a call through the class table), or `_Upstream.closed` (1) once the future completed and
+///   its completer took the object (any thread may swap one object for another until then:
+///   `replaceUpstream`). A word that is 0 when the future is shared stays 0 - only its creator
+///   sets it from 0, while the future is private - so a completer that reads 0 skips the word.
 /// - `waiters`, the third word: the threads and tasks blocked in `wait`/`value`. 0 until the
 ///   first waiter, then a +1 retained `_WaiterSegment`: the first segment of slots of the
 ///   future's waiter list (see `_WaiterList`), which links the later ones. Set once, by CAS, by

@@ -140,15 +140,13 @@ internal final class _UpstreamBorrow: _Cancellable, @unchecked Sendable {
     /// The borrowed object (+1), or 0.
     @usableFromInline var target: UInt = 0
 
-    @usableFromInline init() {}
+    @usableFromInline override init() {}
 
     @usableFromInline
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         // Already trampolined work (a forwarded cancellation runs as `.cancel`): passed on in
         // the same step, so the object is cancelled before this future's callbacks run.
-        if target != 0, let object = Unmanaged<AnyObject>.fromWord(target).takeUnretainedValue() as? any _Cancellable {
-            object._cancelFromDownstream()
-        }
+        if target != 0 { Unmanaged<_Cancellable>.fromWord(target).takeUnretainedValue()._cancelFromDownstream() }
     }
 
     deinit {

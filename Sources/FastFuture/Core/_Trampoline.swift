@@ -14,8 +14,8 @@ internal enum _TrampolineWork {
     /// Run an owned FIFO list of `_CallbackNode`s against the complete `future`: the callbacks
     /// its completer took at completion, or one registration on a future that was complete.
     case callbacks(UnsafeMutableRawPointer, future: AnyObject, cancelled: Bool)
-    /// Deliver a cancellation request to a future or a combinator (see `_Cancellable`).
-    case cancel(any _Cancellable)
+    /// Deliver a cancellation request to what a future's upstream word held (see `_Cancellable`).
+    case cancel(_Cancellable)
 }
 
 /// What a combinator or a timeout does once the futures it gave up on are cancelled: deliver

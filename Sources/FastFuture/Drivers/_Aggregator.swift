@@ -91,7 +91,7 @@ internal struct _Input<Sink: _InputSink>: _Registration {
 ///   this object to its own thread's trampoline, which alone reads it; `derived` is
 ///   immutable; the words are accessed only through the shim.
 @usableFromInline
-internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink, _Cancellable, _TrampolineStep,
+internal final class _Aggregator<Input: Sendable, Output: Sendable>: _Cancellable, _InputSink, _TrampolineStep,
     @unchecked Sendable
 {
     @usableFromInline
@@ -301,7 +301,7 @@ internal final class _Aggregator<Input: Sendable, Output: Sendable>: _InputSink,
     }
 
     @usableFromInline
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         switch takeInputs() {
         case Self.untaken:
             cancelAndReleaseInputs(except: -1)

@@ -6,7 +6,7 @@
 /// - Note: `@unchecked Sendable`: `fire`, `scheduled` and `task` are touched only under `lock`;
 ///   `deadline` is immutable; `clock` is touched only by `init` and `start()`, which its creator
 ///   calls once, right after `init` (`cancel()` never touches it).
-internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.Duration == Duration {
+internal final class _ClockTimer<C: Clock>: _Cancellable, _Timer, @unchecked Sendable where C.Duration == Duration {
     private let lock = _DriverLock()
     /// Dropped by `start()`: a clock that holds its scheduled callbacks (a manual clock) would
     /// otherwise hold itself through this timer, and never be freed with a timer pending.
@@ -117,7 +117,7 @@ internal final class _ClockTimer<C: Clock>: _Timer, @unchecked Sendable where C.
         return body != nil
     }
 
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         cancel()
     }
 }

@@ -695,6 +695,7 @@ extension _IsolatedQueue {
     ///   - work: Runs on the domain, once.
     ///   - future: The future `work` completes, if it is one (`Future.run(on: .mainActor)`'s):
     ///     what a main-thread `wait()` for that future recognizes as work it starves (debug builds).
+    @usableFromInline
     func submit(_ work: @escaping @Sendable () -> Void, completing future: AnyObject? = nil) {
         let submit = lock.withLock { () -> Bool in
             let number = nextNumber

@@ -163,7 +163,7 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending
     /// The result was cancelled (its upstream is this driver): lets go of the closures and
     /// cancels what is in flight. Runs once, as trampolined work.
     @inlinable
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         // acq_rel: acquire receives the object in flight and orders the last turn's uses of the
         // closures before their release here; release orders this before a turn's failed CAS.
         let old = ff_atomic_word_exchange_acq_rel(word, Self.closed | Self.busy)
@@ -172,17 +172,11 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending
             closures.pointee = .released
         }
         guard old & Self.closed == 0, old & Self.objectMask != 0 else { return }
-        let taken = Unmanaged<AnyObject>.fromWord(old & Self.objectMask).takeRetainedValue()
-        // A cycle walk's stand-in (see `lendFlight`): it holds the object in flight, which this
-        // cancels as it would have - taking the stand-in kept the walk from giving the word back.
-        let object = _UpstreamBorrow.lookingThrough(taken)
-        if let attempt = object as? Future<Value> {
-            // Forwarded: an attempt that others share is left to them.
-            attempt._withdraw()
-        } else if let timer = object as? any _Cancellable {
-            timer._cancelFromDownstream()
-        }
-        withExtendedLifetime(taken) {}
+        // An attempt or a timer, both `_Cancellable`s - or a cycle walk's stand-in (see
+        // `lendFlight`) holding one, whose `_cancelFromDownstream` passes the cancel on to it:
+        // taking the stand-in kept the walk from giving the word back. Forwarded, an attempt that
+        // others share is left to them (`Future._withdraw`); a timer is cancelled.
+        Unmanaged<_Cancellable>.fromWord(old & Self.objectMask).takeRetainedValue()._cancelFromDownstream()
     }
 
     /// A cycle walk's step through this driver (`_FlightLending`): the object in flight.

@@ -20,9 +20,10 @@ extension Duration {
     @inlinable
     internal var _isNever: Bool { self >= Self._never }
 
-    /// Whether `timeout` needs a timer for this duration: it is positive and comes.
+    /// Whether `timeout` needs a timer for this duration: it is positive and comes. Two compares
+    /// of the attoseconds' halves and one of the high half (`_isPositive`, `_isNever`): no call.
     @inlinable
-    internal var _needsTimer: Bool { self > .zero && !_isNever }
+    internal var _needsTimer: Bool { _isPositive && !_isNever }
 
     /// Whether the duration is longer than zero, from its two halves of attoseconds: no call
     /// (`self > .zero` is two calls into the standard library, `zero` and `>`).
@@ -50,7 +51,7 @@ extension Duration {
     /// The duration in nanoseconds for a timer: zero for zero or negative durations, `nil` for
     /// durations that never come (`_never` or more), else rounded up to a nanosecond.
     internal var _timerNanoseconds: UInt64? {
-        guard self > .zero else { return 0 }
+        guard _isPositive else { return 0 }
         // Checked before `components`, which traps for durations beyond Int64.max seconds.
         guard !_isNever else { return nil }
         // Under 4,611,686,018 seconds: at most 4,611,686,018,000,000,000 nanoseconds, rounded

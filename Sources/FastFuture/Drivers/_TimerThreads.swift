@@ -408,7 +408,7 @@ internal final class _TimerThreads: @unchecked Sendable {
 /// - Note: `@unchecked Sendable`: `heapIndex` and `fire` are read and written only under
 ///   `_TimerThreads.shared`'s mutex; `deadline` is immutable.
 @usableFromInline
-internal final class _TimerEntry: _Timer, @unchecked Sendable {
+internal final class _TimerEntry: _Cancellable, _Timer, @unchecked Sendable {
     /// The index in the heap, or -1 when not in it.
     fileprivate var heapIndex = -1
     /// The monotonic deadline in nanoseconds (`UInt64.max`: never).
@@ -467,7 +467,7 @@ internal final class _TimerEntry: _Timer, @unchecked Sendable {
     }
 
     @usableFromInline
-    func _cancelFromDownstream() {
+    override func _cancelFromDownstream() {
         cancel()
     }
 }

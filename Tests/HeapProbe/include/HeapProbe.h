@@ -53,7 +53,13 @@ bool ff_malloc_counter_available(void);
 
 /// How many times the calling thread has called malloc or calloc (0 where unavailable). The
 /// difference over a stretch of code is the number of heap blocks that code allocated on this
-/// thread - the Swift runtime's objects included.
+/// thread through those two: every Swift object (class instances, closure contexts, boxes, array
+/// and ManagedBuffer storage: swift_allocObject -> swift_slowAlloc -> malloc, for an object
+/// aligned to 16 bytes or less). Not counted: posix_memalign, aligned_alloc, memalign and realloc,
+/// which it does not interpose - so not UnsafeMutablePointer.allocate and
+/// UnsafeMutableRawPointer.allocate (the standard library asks swift_slowAlloc for "any
+/// alignment", mask ~0, which the runtime serves with posix_memalign), nor an object aligned
+/// above 16 bytes. MallocCounterTests shows both.
 unsigned long ff_thread_malloc_count(void);
 
 #endif // FASTFUTURE_HEAP_PROBE_H
