@@ -42,8 +42,8 @@ import AtomicsShim
 /// or `leave` may fail without the canceller: both try again until they succeed or read
 /// `closed`. A turn's `leave` that replaces a stand-in releases it, which releases the object
 /// (as it would the object); the canceller that takes a stand-in cancels the object it holds
-/// (`_UpstreamBorrow.lookingThrough`) and releases it - once, as the walk never gives back a
-/// stand-in that is no longer in the word.
+/// (the stand-in's `_cancelFromDownstream` passes the cancel on) and releases it - once, as the
+/// walk never gives back a stand-in that is no longer in the word.
 ///
 /// Its code is `@inlinable`: specialized with the `retry` that makes it, in the client.
 ///
