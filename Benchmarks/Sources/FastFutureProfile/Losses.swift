@@ -7,7 +7,7 @@
 //     FastFutureProfile S5 <lockFree|locked> [iterations] [T]           (per op: one tryComplete)
 //     FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]
 //                                                                       (per op: one callback)
-//     FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]
+//     FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]
 //                                                                       (per op: one callback)
 //     FastFutureProfile times <S3|S5|S4T|firstOf|timeout> [T] [rounds] [plain|marking]
 //     FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds] [order]
@@ -21,7 +21,8 @@
 // race), 2,000 races per round; `times timeout` main.swift's `timeoutRace` (the suite's: a promise
 // under `timeout(after: .seconds(60))`, then completed; per op: one timeout), 2,000 per round; T
 // is ignored. S4halves is S4T at T = 1 on one thread, each half apart (see `s4Halves`); `padded`
-// the reference with FastFuture's node size (see `PaddedReferenceFuture`).
+// the reference with FastFuture's node size (see `PaddedReferenceFuture`), `padded56` with a 56-byte
+// node (a 64-byte chunk).
 
 import Dispatch
 import FastFuture
@@ -257,11 +258,41 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
 
 // MARK: - S4T's halves on one thread
 
+/// The words a padded reference node adds to `ReferenceFuture`'s 40-byte node (header 16, closure
+/// 16, link 8). glibc's chunk is the request plus 8, rounded up to 16: 40 -> 48.
+protocol NodePadding {
+    init()
+    /// The padding's last word (what `paddedRead`'s run reads).
+    var lastWord: UInt { get }
+}
+
+/// Three words: a 64-byte node, `_SlotNode`'s size, in an 80-byte chunk.
+struct ThreeWordPadding: NodePadding {
+    var words: (UInt, UInt, UInt) = (0, 0, 0)
+    var lastWord: UInt { words.2 }
+}
+
+/// Two words: a 56-byte node in a 64-byte chunk, the size a `_SlotNode` would have with its
+/// interest and armed form packed into another word (`padded56`: what that would buy).
+struct TwoWordPadding: NodePadding {
+    var words: (UInt, UInt) = (0, 0)
+    var lastWord: UInt { words.1 }
+}
+
 /// `ReferenceFuture` with a node padded to `_SlotNode`'s 64 bytes (three words more: an 80-byte
-/// malloc chunk instead of 48), to time what the node's size alone costs. The same algorithm as
-/// `ReferenceFuture`, cut to what S4 uses: a benchmark's probe, not a product.
+/// malloc chunk instead of 48), to time what the node's size alone costs; `Padded56ReferenceFuture`
+/// the same with a 56-byte node (a 64-byte chunk).
 @available(macOS 15.0, iOS 18.0, *)
-final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
+typealias PaddedReferenceFuture<Value: Sendable> = PaddedNodeReferenceFuture<Value, ThreeWordPadding>
+
+/// `ReferenceFuture` with a 56-byte node (two words more: a 64-byte malloc chunk).
+@available(macOS 15.0, iOS 18.0, *)
+typealias Padded56ReferenceFuture<Value: Sendable> = PaddedNodeReferenceFuture<Value, TwoWordPadding>
+
+/// `ReferenceFuture` with `Padding` added to its node. The same algorithm as `ReferenceFuture`, cut
+/// to what S4 uses: a benchmark's probe, not a product.
+@available(macOS 15.0, iOS 18.0, *)
+final class PaddedNodeReferenceFuture<Value: Sendable, Padding: NodePadding>: @unchecked Sendable {
     // Safety of @unchecked Sendable: as `ReferenceFuture`'s - `value` is written by the single
     // completer before the release exchange and read after an acquire that saw it; a node is
     // written before the release CAS that publishes it and read after the acquire exchange.
@@ -269,8 +300,8 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     final class Node {
         let callback: @Sendable (Value) -> Void
         var next: UInt = 0
-        /// Three words that make the object 64 bytes, as a `_SlotNode` (read only by `paddedRead`).
-        var padding: (UInt, UInt, UInt) = (0, 0, 0)
+        /// The words that make the object 64 (or 56) bytes (read only by `paddedRead`).
+        var padding = Padding()
         init(_ callback: @escaping @Sendable (Value) -> Void) { self.callback = callback }
     }
 
@@ -290,8 +321,8 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     }
 
     @inline(never)
-    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> PaddedReferenceFuture {
-        PaddedReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
+    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> PaddedNodeReferenceFuture {
+        PaddedNodeReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
     }
 
     var isComplete: Bool { state.load(ordering: .acquiring) == 1 }
@@ -326,7 +357,7 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
             reversed = node.next
             // The run reads the node's last word, as a `_SlotNode`'s run reads its slot: the same
             // cache lines of the node as FastFuture's (never taken: the padding is zero).
-            if readsPadding, node.padding.2 != 0 { consume(node) }
+            if readsPadding, node.padding.lastWord != 0 { consume(node) }
             if extraRunWork > 0 {
                 // A chain of dependent multiplies (3 cycles each) that the optimizer cannot drop.
                 var word = reversed
@@ -345,8 +376,8 @@ let paddedSlowWork = 10
 /// iteration one future, `Sizes.fanOutCallbacksPerThread / 2` callbacks registered while it is
 /// pending (`pending`: registration, completion, the run and the release of each), then as many
 /// registered after its completion (`late`); `both` does the two halves, as S4T's worker 0 does
-/// (per op: one callback). `kind`: `lockFree`, `locked`, `reference` or `padded` (the reference
-/// with `_SlotNode`'s node size).
+/// (per op: one callback). `kind`: `lockFree`, `locked`, `reference`, `padded` (the reference
+/// with `_SlotNode`'s node size) or `padded56` (with a 56-byte node).
 func s4Halves(_ kind: String, _ iterations: Int, half: String) {
     let perHalf = Sizes.fanOutCallbacksPerThread / 2
     let pending = half != "late"
@@ -361,6 +392,11 @@ func s4Halves(_ kind: String, _ iterations: Int, half: String) {
             if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
         case "padded":
             let future = PaddedReferenceFuture<Int>.make()
+            if pending { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
+            future.complete(iteration)
+            if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
+        case "padded56":
+            let future = Padded56ReferenceFuture<Int>.make()
             if pending { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
             future.complete(iteration)
             if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }

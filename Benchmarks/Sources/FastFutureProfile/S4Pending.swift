@@ -11,7 +11,8 @@
 // half-way mark, the last to get there signals the completer, and they go on once the completion
 // is visible - exactly half of the callbacks pending, whenever the completer gets a CPU). Default
 // S4,S4c,S4p,S4e; T list default 1,2,4,16; kinds default lockFree,locked,reference (also padded: the
-// reference with `_SlotNode`'s node size, `PaddedReferenceFuture`). Each round runs
+// reference with `_SlotNode`'s node size, 64 bytes in an 80-byte chunk, `PaddedReferenceFuture`; and
+// padded56: a 56-byte node in a 64-byte chunk, `Padded56ReferenceFuture`). Each round runs
 // 5 iterations of every shape x T x kind, the kinds in alternating order (reversed every other
 // round), after one untimed round.
 //
@@ -91,10 +92,11 @@ private struct PendingReference: PendingTarget {
     var isComplete: Bool { future.isComplete }
 }
 
-/// The reference future with `_SlotNode`'s node size (`PaddedReferenceFuture`, Losses.swift).
+/// The reference future with its node padded (`PaddedNodeReferenceFuture`, Losses.swift): `padded`
+/// `_SlotNode`'s 64 bytes (an 80-byte chunk), `padded56` 56 bytes (a 64-byte chunk).
 @available(macOS 15.0, iOS 18.0, *)
-private struct PendingPadded: PendingTarget {
-    let future = PaddedReferenceFuture<Int>.make()
+private struct PendingPadded<Padding: NodePadding>: PendingTarget {
+    let future = PaddedNodeReferenceFuture<Int, Padding>.make()
 
     func register(marks: SharedBytes?, slot: Int) {
         if let marks {
@@ -244,7 +246,12 @@ func s4PendingTimes(rounds: Int, shapes: [String], threadCounts: [Int], kinds: [
                                 PendingReference(), shape: shape, threads: threads, pool: pool, marks: marks)
                         case "padded":
                             record = pendingIteration(
-                                PendingPadded(), shape: shape, threads: threads, pool: pool, marks: marks)
+                                PendingPadded<ThreeWordPadding>(), shape: shape, threads: threads, pool: pool,
+                                marks: marks)
+                        case "padded56":
+                            record = pendingIteration(
+                                PendingPadded<TwoWordPadding>(), shape: shape, threads: threads, pool: pool,
+                                marks: marks)
                         default:
                             record = pendingIteration(
                                 PendingFastFuture(variant: kind == "locked" ? .locked : .lockFree), shape: shape,
