@@ -258,41 +258,11 @@ func times(_ scenario: String, threads: Int, rounds: Int, marking: Bool) {
 
 // MARK: - S4T's halves on one thread
 
-/// The words a padded reference node adds to `ReferenceFuture`'s 40-byte node (header 16, closure
-/// 16, link 8). glibc's chunk is the request plus 8, rounded up to 16: 40 -> 48.
-protocol NodePadding {
-    init()
-    /// The padding's last word (what `paddedRead`'s run reads).
-    var lastWord: UInt { get }
-}
-
-/// Three words: a 64-byte node, `_SlotNode`'s size, in an 80-byte chunk.
-struct ThreeWordPadding: NodePadding {
-    var words: (UInt, UInt, UInt) = (0, 0, 0)
-    var lastWord: UInt { words.2 }
-}
-
-/// Two words: a 56-byte node in a 64-byte chunk, the size a `_SlotNode` would have with its
-/// interest and armed form packed into another word (`padded56`: what that would buy).
-struct TwoWordPadding: NodePadding {
-    var words: (UInt, UInt) = (0, 0)
-    var lastWord: UInt { words.1 }
-}
-
 /// `ReferenceFuture` with a node padded to `_SlotNode`'s 64 bytes (three words more: an 80-byte
-/// malloc chunk instead of 48), to time what the node's size alone costs; `Padded56ReferenceFuture`
-/// the same with a 56-byte node (a 64-byte chunk).
+/// malloc chunk instead of 48), to time what the node's size alone costs. The same algorithm as
+/// `ReferenceFuture`, cut to what S4 uses: a benchmark's probe, not a product.
 @available(macOS 15.0, iOS 18.0, *)
-typealias PaddedReferenceFuture<Value: Sendable> = PaddedNodeReferenceFuture<Value, ThreeWordPadding>
-
-/// `ReferenceFuture` with a 56-byte node (two words more: a 64-byte malloc chunk).
-@available(macOS 15.0, iOS 18.0, *)
-typealias Padded56ReferenceFuture<Value: Sendable> = PaddedNodeReferenceFuture<Value, TwoWordPadding>
-
-/// `ReferenceFuture` with `Padding` added to its node. The same algorithm as `ReferenceFuture`, cut
-/// to what S4 uses: a benchmark's probe, not a product.
-@available(macOS 15.0, iOS 18.0, *)
-final class PaddedNodeReferenceFuture<Value: Sendable, Padding: NodePadding>: @unchecked Sendable {
+final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     // Safety of @unchecked Sendable: as `ReferenceFuture`'s - `value` is written by the single
     // completer before the release exchange and read after an acquire that saw it; a node is
     // written before the release CAS that publishes it and read after the acquire exchange.
@@ -300,8 +270,8 @@ final class PaddedNodeReferenceFuture<Value: Sendable, Padding: NodePadding>: @u
     final class Node {
         let callback: @Sendable (Value) -> Void
         var next: UInt = 0
-        /// The words that make the object 64 (or 56) bytes (read only by `paddedRead`).
-        var padding = Padding()
+        /// Three words that make the object 64 bytes, as a `_SlotNode` (read only by `paddedRead`).
+        var padding: (UInt, UInt, UInt) = (0, 0, 0)
         init(_ callback: @escaping @Sendable (Value) -> Void) { self.callback = callback }
     }
 
@@ -321,8 +291,8 @@ final class PaddedNodeReferenceFuture<Value: Sendable, Padding: NodePadding>: @u
     }
 
     @inline(never)
-    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> PaddedNodeReferenceFuture {
-        PaddedNodeReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
+    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> PaddedReferenceFuture {
+        PaddedReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
     }
 
     var isComplete: Bool { state.load(ordering: .acquiring) == 1 }
@@ -357,7 +327,89 @@ final class PaddedNodeReferenceFuture<Value: Sendable, Padding: NodePadding>: @u
             reversed = node.next
             // The run reads the node's last word, as a `_SlotNode`'s run reads its slot: the same
             // cache lines of the node as FastFuture's (never taken: the padding is zero).
-            if readsPadding, node.padding.lastWord != 0 { consume(node) }
+            if readsPadding, node.padding.2 != 0 { consume(node) }
+            if extraRunWork > 0 {
+                // A chain of dependent multiplies (3 cycles each) that the optimizer cannot drop.
+                var word = reversed
+                for _ in 0..<extraRunWork { word = word &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407 }
+                sink ^= word
+            }
+            node.callback(value)
+        }
+    }
+}
+
+/// `PaddedReferenceFuture` with a node of 56 bytes (two words more than the reference's 40: a
+/// 64-byte malloc chunk), the size a `_SlotNode` would have with its interest and armed form packed
+/// into another word (`padded56`: what that would buy). A copy, not a generic parameter: a generic
+/// padding field made the node's deinit destroy it through its metadata (21 instructions per node).
+@available(macOS 15.0, iOS 18.0, *)
+final class Padded56ReferenceFuture<Value: Sendable>: @unchecked Sendable {
+    // Safety of @unchecked Sendable: as `ReferenceFuture`'s - `value` is written by the single
+    // completer before the release exchange and read after an acquire that saw it; a node is
+    // written before the release CAS that publishes it and read after the acquire exchange.
+    // `sink` is written by the completer only, inside `complete`, and never read.
+    final class Node {
+        let callback: @Sendable (Value) -> Void
+        var next: UInt = 0
+        /// Two words that make the object 56 bytes (read only by `paddedRead`).
+        var padding: (UInt, UInt) = (0, 0)
+        init(_ callback: @escaping @Sendable (Value) -> Void) { self.callback = callback }
+    }
+
+    let state = Atomic<UInt>(0)
+    var value: Value?
+    /// Whether `complete` reads each node's padding (`times S4halves parts|parts2`'s `paddedRead`).
+    let readsPadding: Bool
+    /// Dependent multiplies that `complete` adds per node: work added to the completer's share only
+    /// (`times S4halves split`'s `paddedSlow`), to see whether a longer completion alone changes
+    /// how the scheduler runs S4T's completer.
+    let extraRunWork: Int
+    /// Where that work's result goes (written by the completer only, never read).
+    var sink: UInt = 0
+
+    private init(readsPadding: Bool, extraRunWork: Int) {
+        (self.readsPadding, self.extraRunWork) = (readsPadding, extraRunWork)
+    }
+
+    @inline(never)
+    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> Padded56ReferenceFuture {
+        Padded56ReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
+    }
+
+    var isComplete: Bool { state.load(ordering: .acquiring) == 1 }
+
+    func whenComplete(_ callback: @escaping @Sendable (Value) -> Void) {
+        var current = state.load(ordering: .acquiring)
+        if current == 1 { return callback(value!) }
+        let node = Node(callback)
+        let bits = UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
+        while current != 1 {
+            node.next = current
+            let (pushed, original) = state.compareExchange(
+                expected: current, desired: bits, successOrdering: .releasing, failureOrdering: .acquiring)
+            if pushed { return }
+            current = original
+        }
+        Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        callback(value!)
+    }
+
+    /// Completes the future (once; S4 never drops it pending) and runs its callbacks, oldest first.
+    func complete(_ value: Value) {
+        self.value = value
+        var top = state.exchange(1, ordering: .acquiringAndReleasing)
+        var reversed: UInt = 0
+        while top != 0 {
+            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: top)!).takeUnretainedValue()
+            (top, node.next, reversed) = (node.next, reversed, top)
+        }
+        while reversed != 0 {
+            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: reversed)!).takeRetainedValue()
+            reversed = node.next
+            // The run reads the node's last word, as a `_SlotNode`'s run reads its slot: the same
+            // cache lines of the node as FastFuture's (never taken: the padding is zero).
+            if readsPadding, node.padding.1 != 0 { consume(node) }
             if extraRunWork > 0 {
                 // A chain of dependent multiplies (3 cycles each) that the optimizer cannot drop.
                 var word = reversed

@@ -92,11 +92,31 @@ private struct PendingReference: PendingTarget {
     var isComplete: Bool { future.isComplete }
 }
 
-/// The reference future with its node padded (`PaddedNodeReferenceFuture`, Losses.swift): `padded`
-/// `_SlotNode`'s 64 bytes (an 80-byte chunk), `padded56` 56 bytes (a 64-byte chunk).
+/// The reference future with `_SlotNode`'s node size (`PaddedReferenceFuture`, Losses.swift).
 @available(macOS 15.0, iOS 18.0, *)
-private struct PendingPadded<Padding: NodePadding>: PendingTarget {
-    let future = PaddedNodeReferenceFuture<Int, Padding>.make()
+private struct PendingPadded: PendingTarget {
+    let future = PaddedReferenceFuture<Int>.make()
+
+    func register(marks: SharedBytes?, slot: Int) {
+        if let marks {
+            future.whenComplete { _ in marks.storage[slot] = 1 }
+        } else {
+            future.whenComplete { value in consume(value) }
+        }
+    }
+
+    func registerGate(_ gate: DispatchSemaphore, count: Int) {
+        future.whenComplete { _ in for _ in 0..<count { gate.signal() } }
+    }
+
+    func complete(_ value: Int) { future.complete(value) }
+    var isComplete: Bool { future.isComplete }
+}
+
+/// The reference future with a 56-byte node (`Padded56ReferenceFuture`, Losses.swift).
+@available(macOS 15.0, iOS 18.0, *)
+private struct PendingPadded56: PendingTarget {
+    let future = Padded56ReferenceFuture<Int>.make()
 
     func register(marks: SharedBytes?, slot: Int) {
         if let marks {
@@ -246,11 +266,11 @@ func s4PendingTimes(rounds: Int, shapes: [String], threadCounts: [Int], kinds: [
                                 PendingReference(), shape: shape, threads: threads, pool: pool, marks: marks)
                         case "padded":
                             record = pendingIteration(
-                                PendingPadded<ThreeWordPadding>(), shape: shape, threads: threads, pool: pool,
+                                PendingPadded(), shape: shape, threads: threads, pool: pool,
                                 marks: marks)
                         case "padded56":
                             record = pendingIteration(
-                                PendingPadded<TwoWordPadding>(), shape: shape, threads: threads, pool: pool,
+                                PendingPadded56(), shape: shape, threads: threads, pool: pool,
                                 marks: marks)
                         default:
                             record = pendingIteration(
