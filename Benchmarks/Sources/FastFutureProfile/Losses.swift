@@ -7,7 +7,7 @@
 //     FastFutureProfile S5 <lockFree|locked> [iterations] [T]           (per op: one tryComplete)
 //     FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]
 //                                                                       (per op: one callback)
-//     FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]
+//     FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]
 //                                                                       (per op: one callback)
 //     FastFutureProfile times <S3|S5|S4T|firstOf|timeout> [T] [rounds] [plain|marking]
 //     FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds] [order]
@@ -21,7 +21,8 @@
 // race), 2,000 races per round; `times timeout` main.swift's `timeoutRace` (the suite's: a promise
 // under `timeout(after: .seconds(60))`, then completed; per op: one timeout), 2,000 per round; T
 // is ignored. S4halves is S4T at T = 1 on one thread, each half apart (see `s4Halves`); `padded`
-// the reference with FastFuture's node size (see `PaddedReferenceFuture`).
+// the reference with FastFuture's node size (see `PaddedReferenceFuture`), `padded56` with a 56-byte
+// node (a 64-byte chunk).
 
 import Dispatch
 import FastFuture
@@ -338,6 +339,88 @@ final class PaddedReferenceFuture<Value: Sendable>: @unchecked Sendable {
     }
 }
 
+/// `PaddedReferenceFuture` with a node of 56 bytes (two words more than the reference's 40: a
+/// 64-byte malloc chunk), the size a `_SlotNode` would have with its interest and armed form packed
+/// into another word (`padded56`: what that would buy). A copy, not a generic parameter: a generic
+/// padding field made the node's deinit destroy it through its metadata (21 instructions per node).
+@available(macOS 15.0, iOS 18.0, *)
+final class Padded56ReferenceFuture<Value: Sendable>: @unchecked Sendable {
+    // Safety of @unchecked Sendable: as `ReferenceFuture`'s - `value` is written by the single
+    // completer before the release exchange and read after an acquire that saw it; a node is
+    // written before the release CAS that publishes it and read after the acquire exchange.
+    // `sink` is written by the completer only, inside `complete`, and never read.
+    final class Node {
+        let callback: @Sendable (Value) -> Void
+        var next: UInt = 0
+        /// Two words that make the object 56 bytes (read only by `paddedRead`).
+        var padding: (UInt, UInt) = (0, 0)
+        init(_ callback: @escaping @Sendable (Value) -> Void) { self.callback = callback }
+    }
+
+    let state = Atomic<UInt>(0)
+    var value: Value?
+    /// Whether `complete` reads each node's padding (`times S4halves parts|parts2`'s `paddedRead`).
+    let readsPadding: Bool
+    /// Dependent multiplies that `complete` adds per node: work added to the completer's share only
+    /// (`times S4halves split`'s `paddedSlow`), to see whether a longer completion alone changes
+    /// how the scheduler runs S4T's completer.
+    let extraRunWork: Int
+    /// Where that work's result goes (written by the completer only, never read).
+    var sink: UInt = 0
+
+    private init(readsPadding: Bool, extraRunWork: Int) {
+        (self.readsPadding, self.extraRunWork) = (readsPadding, extraRunWork)
+    }
+
+    @inline(never)
+    static func make(readsPadding: Bool = false, extraRunWork: Int = 0) -> Padded56ReferenceFuture {
+        Padded56ReferenceFuture(readsPadding: readsPadding, extraRunWork: extraRunWork)
+    }
+
+    var isComplete: Bool { state.load(ordering: .acquiring) == 1 }
+
+    func whenComplete(_ callback: @escaping @Sendable (Value) -> Void) {
+        var current = state.load(ordering: .acquiring)
+        if current == 1 { return callback(value!) }
+        let node = Node(callback)
+        let bits = UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
+        while current != 1 {
+            node.next = current
+            let (pushed, original) = state.compareExchange(
+                expected: current, desired: bits, successOrdering: .releasing, failureOrdering: .acquiring)
+            if pushed { return }
+            current = original
+        }
+        Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        callback(value!)
+    }
+
+    /// Completes the future (once; S4 never drops it pending) and runs its callbacks, oldest first.
+    func complete(_ value: Value) {
+        self.value = value
+        var top = state.exchange(1, ordering: .acquiringAndReleasing)
+        var reversed: UInt = 0
+        while top != 0 {
+            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: top)!).takeUnretainedValue()
+            (top, node.next, reversed) = (node.next, reversed, top)
+        }
+        while reversed != 0 {
+            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: reversed)!).takeRetainedValue()
+            reversed = node.next
+            // The run reads the node's last word, as a `_SlotNode`'s run reads its slot: the same
+            // cache lines of the node as FastFuture's (never taken: the padding is zero).
+            if readsPadding, node.padding.1 != 0 { consume(node) }
+            if extraRunWork > 0 {
+                // A chain of dependent multiplies (3 cycles each) that the optimizer cannot drop.
+                var word = reversed
+                for _ in 0..<extraRunWork { word = word &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407 }
+                sink ^= word
+            }
+            node.callback(value)
+        }
+    }
+}
+
 /// `paddedSlow`'s extra multiplies per node in the completion (see `extraRunWork`): about 10 ns.
 let paddedSlowWork = 10
 
@@ -345,8 +428,8 @@ let paddedSlowWork = 10
 /// iteration one future, `Sizes.fanOutCallbacksPerThread / 2` callbacks registered while it is
 /// pending (`pending`: registration, completion, the run and the release of each), then as many
 /// registered after its completion (`late`); `both` does the two halves, as S4T's worker 0 does
-/// (per op: one callback). `kind`: `lockFree`, `locked`, `reference` or `padded` (the reference
-/// with `_SlotNode`'s node size).
+/// (per op: one callback). `kind`: `lockFree`, `locked`, `reference`, `padded` (the reference
+/// with `_SlotNode`'s node size) or `padded56` (with a 56-byte node).
 func s4Halves(_ kind: String, _ iterations: Int, half: String) {
     let perHalf = Sizes.fanOutCallbacksPerThread / 2
     let pending = half != "late"
@@ -361,6 +444,11 @@ func s4Halves(_ kind: String, _ iterations: Int, half: String) {
             if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
         case "padded":
             let future = PaddedReferenceFuture<Int>.make()
+            if pending { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
+            future.complete(iteration)
+            if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
+        case "padded56":
+            let future = Padded56ReferenceFuture<Int>.make()
             if pending { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }
             future.complete(iteration)
             if late { for _ in 0..<perHalf { future.whenComplete { value in consume(value) } } }

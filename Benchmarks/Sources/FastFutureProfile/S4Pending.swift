@@ -11,7 +11,8 @@
 // half-way mark, the last to get there signals the completer, and they go on once the completion
 // is visible - exactly half of the callbacks pending, whenever the completer gets a CPU). Default
 // S4,S4c,S4p,S4e; T list default 1,2,4,16; kinds default lockFree,locked,reference (also padded: the
-// reference with `_SlotNode`'s node size, `PaddedReferenceFuture`). Each round runs
+// reference with `_SlotNode`'s node size, 64 bytes in an 80-byte chunk, `PaddedReferenceFuture`; and
+// padded56: a 56-byte node in a 64-byte chunk, `Padded56ReferenceFuture`). Each round runs
 // 5 iterations of every shape x T x kind, the kinds in alternating order (reversed every other
 // round), after one untimed round.
 //
@@ -95,6 +96,27 @@ private struct PendingReference: PendingTarget {
 @available(macOS 15.0, iOS 18.0, *)
 private struct PendingPadded: PendingTarget {
     let future = PaddedReferenceFuture<Int>.make()
+
+    func register(marks: SharedBytes?, slot: Int) {
+        if let marks {
+            future.whenComplete { _ in marks.storage[slot] = 1 }
+        } else {
+            future.whenComplete { value in consume(value) }
+        }
+    }
+
+    func registerGate(_ gate: DispatchSemaphore, count: Int) {
+        future.whenComplete { _ in for _ in 0..<count { gate.signal() } }
+    }
+
+    func complete(_ value: Int) { future.complete(value) }
+    var isComplete: Bool { future.isComplete }
+}
+
+/// The reference future with a 56-byte node (`Padded56ReferenceFuture`, Losses.swift).
+@available(macOS 15.0, iOS 18.0, *)
+private struct PendingPadded56: PendingTarget {
+    let future = Padded56ReferenceFuture<Int>.make()
 
     func register(marks: SharedBytes?, slot: Int) {
         if let marks {
@@ -244,7 +266,12 @@ func s4PendingTimes(rounds: Int, shapes: [String], threadCounts: [Int], kinds: [
                                 PendingReference(), shape: shape, threads: threads, pool: pool, marks: marks)
                         case "padded":
                             record = pendingIteration(
-                                PendingPadded(), shape: shape, threads: threads, pool: pool, marks: marks)
+                                PendingPadded(), shape: shape, threads: threads, pool: pool,
+                                marks: marks)
+                        case "padded56":
+                            record = pendingIteration(
+                                PendingPadded56(), shape: shape, threads: threads, pool: pool,
+                                marks: marks)
                         default:
                             record = pendingIteration(
                                 PendingFastFuture(variant: kind == "locked" ? .locked : .lockFree), shape: shape,

@@ -474,10 +474,10 @@ let usage =
     + " | FastFutureProfile <mainActorRun|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
-    + " | FastFutureProfile S4halves <lockFree|locked|reference|padded> [iterations] [pending|late|both]"
+    + " | FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
     + " | FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds]"
-    + " | FastFutureProfile times S4pending [rounds] [S4,S4c,S4p,S4e] [1,2,4,16] [lockFree,locked,reference,padded] [csv path]"
+    + " | FastFutureProfile times S4pending [rounds] [S4,S4c,S4p,S4e] [1,2,4,16] [lockFree,locked,reference,padded,padded56] [csv path]"
 let arguments = CommandLine.arguments
 if arguments.count >= 3, arguments[1] == "times", arguments[2] == "S4pending" {
     func list(_ index: Int, _ otherwise: [String]) -> [String] {
@@ -514,7 +514,7 @@ if arguments.count >= 3, arguments[1] == "times" {
     exit(0)
 }
 guard arguments.count >= 3,
-    ["lockFree", "locked", "nio", "reference", "tasks", "semaphores", "padded"].contains(arguments[2])
+    ["lockFree", "locked", "nio", "reference", "tasks", "semaphores", "padded", "padded56"].contains(arguments[2])
 else {
     fail(usage)
 }
@@ -528,7 +528,7 @@ case ("S7", "semaphores"): s7(nil, iterations)
 case (_, "semaphores"): fail(usage)
 case ("S4halves", "nio"), ("S4halves", "tasks"): fail(usage)
 case ("S4halves", _): s4Halves(arguments[2], iterations, half: arguments.count > 4 ? arguments[4] : "both")
-case (_, "padded"): fail(usage)
+case (_, "padded"), (_, "padded56"): fail(usage)
 case ("S4T", "reference"):
     s4Threads(nil, iterations, threads: threadsArgument, marking: markingArgument)
 case ("S1", "reference"):
