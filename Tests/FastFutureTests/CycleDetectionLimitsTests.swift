@@ -181,6 +181,80 @@ struct CycleDetectionLimitsTests {
         #expect(eventually { deaths.load() == count }, "make's captures still held: \(deaths.load()) of \(count)")
     }
 
+    /// A cycle through two nested retries: the flatMap's body returns a retry whose attempt is a
+    /// retry whose attempt is a map of the flatMap's own future. The flatMap's walk steps through
+    /// both drivers to the inner attempt; the flatMap fails with the cycle, and so, through their
+    /// attempts, do both retries. Each retry's `make` is released once everything is dropped.
+    @Test(arguments: FutureVariant.allCases)
+    func flatMapReturningNestedRetriesWhoseInnerAttemptWaitsOnItFails(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        do {
+            let source = Promise<Int>(variant: variant)
+            let slot = Slot<Int>()
+            let outerCapture = DeinitCounted(deaths)
+            let innerCapture = DeinitCounted(deaths)
+            let retries = LockedBox<[Future<Int>]>([])
+            let derived = source.future.flatMap { _ in
+                let outer = Future<Int>.retry(attempts: 2, variant: variant) { [outerCapture] _ in
+                    outerCapture.touch()
+                    let inner = Future<Int>.retry(attempts: 2, variant: variant) { [innerCapture] _ in
+                        innerCapture.touch()
+                        return slot.future!.map { $0 + 1 }  // waits on `derived`
+                    }
+                    retries.withLock { $0.append(inner) }
+                    return inner
+                }
+                retries.withLock { $0.append(outer) }
+                return outer
+            }
+            slot.future = derived
+            source.succeed(0)
+            expectCycleError(derived, "the flatMap whose nested retries' inner attempt waits on it")
+            for (index, retried) in retries.withLock({ $0 }).enumerated() {
+                #expect(retried.isComplete, "retry \(index) of the cycle stays pending")
+            }
+            slot.future = nil
+            retries.withLock { $0 = [] }
+        }
+        #expect(eventually { deaths.load() == 2 }, "make's captures released: \(deaths.load()) of 2")
+    }
+
+    /// A retry whose cycle its own walk finds (attempt 2 waits on the flatMap that follows the
+    /// retry): once everything is dropped, `make`'s and `shouldRetry`'s captures are released,
+    /// once each, and `make` ran twice - the failed retry makes no attempt 3.
+    @Test(arguments: FutureVariant.allCases)
+    func retryCycleFoundByTheRetryReleasesItsClosures(variant: FutureVariant) {
+        let deaths = AtomicCount()
+        let made = AtomicCount()
+        do {
+            let source = Promise<Int>(variant: variant)
+            let gate = Promise<Int>(variant: variant)
+            let slot = Slot<Int>()
+            let makeCapture = DeinitCounted(deaths)
+            let retryCapture = DeinitCounted(deaths)
+            let retried = Future<Int>.retry(
+                attempts: 5, variant: variant,
+                while: { [retryCapture] _ in
+                    retryCapture.touch()
+                    return true
+                }
+            ) { [makeCapture] attempt in
+                makeCapture.touch()
+                made.increment()
+                return attempt == 1 ? gate.future : slot.future!.map { $0 + 1 }
+            }
+            let derived = source.future.flatMap { _ in retried }
+            slot.future = derived
+            source.succeed(0)
+            gate.fail(Boom())
+            expectCycleError(retried, "the retry whose attempt 2 waits on its follower")
+            expectCycleError(derived, "the flatMap following the retry")
+            slot.future = nil
+        }
+        #expect(made.load() == 2, "make ran \(made.load()) times")
+        #expect(eventually { deaths.load() == 2 }, "captures released: \(deaths.load()) of 2")
+    }
+
     /// A flatMap returning a combinator of its own future.
     @Test(arguments: FutureVariant.allCases)
     func flatMapReturningACombinatorOfItsOwnFutureFails(variant: FutureVariant) {
@@ -277,6 +351,60 @@ struct CycleDetectionLimitsTests {
         root.succeed(2)
         #expect(try derived.peek()?.get() == 23)
         #expect(try again.peek()?.get() == 23)
+    }
+
+    /// Two retries whose attempt is one shared pending future (a map of a promise), one
+    /// following the other through a flatMap, and a flatMap following a retry whose attempts
+    /// are that shared future and then a map of it: the walks step through the drivers to the
+    /// shared future and on to its promise - no cycle; everything gets the promise's value.
+    @Test(arguments: FutureVariant.allCases)
+    func retriesSharingOneAttemptAreNoCycle(variant: FutureVariant) throws {
+        let root = Promise<Int>(variant: variant)
+        let trigger = Promise<Int>(variant: variant)
+        let shared = root.future.map { $0 + 1 }
+        let first = Future<Int>.retry(attempts: 2, variant: variant) { _ in shared }
+        let second = Future<Int>.retry(attempts: 2, variant: variant) { _ in shared }
+        let chained = first.flatMap { _ in second }
+        let followingFirst = trigger.future.flatMap { _ in first }
+        let followingSecond = trigger.future.flatMap { _ in second.map { $0 * 10 } }
+        let twice = Future<Int>.retry(attempts: 3, variant: variant) { attempt in
+            attempt == 1 ? shared : shared.map { $0 + 100 }
+        }
+        let followingTwice = trigger.future.flatMap { _ in twice }
+        trigger.succeed(0)
+        for future in [first, second, chained, followingFirst, followingSecond, twice, followingTwice] {
+            #expect(
+                future.isComplete == false, "completed before the shared future: \(String(describing: future.peek()))")
+        }
+        root.succeed(1)
+        #expect(try chained.peek()?.get() == 2)
+        #expect(try followingFirst.peek()?.get() == 2)
+        #expect(try followingSecond.peek()?.get() == 20)
+        #expect(try followingTwice.peek()?.get() == 2)
+    }
+
+    /// A chain of 40 retries, each one's attempt a map of the one before (80 futures and 40
+    /// drivers, more than the walk reads), that a flatMap follows while it is pending: no cycle
+    /// (the walk stops at its limit), and the root's value arrives through every retry.
+    @Test(arguments: FutureVariant.allCases)
+    func deepChainThroughRetriesIsNoCycle(variant: FutureVariant) throws {
+        let root = Promise<Int>(variant: variant)
+        let trigger = Promise<Int>(variant: variant)
+        var tail = root.future
+        for _ in 0..<40 {
+            let previous = tail
+            tail = Future<Int>.retry(attempts: 2, variant: variant) { _ in previous.map { $0 + 1 } }
+        }
+        let last = tail
+        let derived = trigger.future.flatMap { _ in last.map { $0 } }
+        let shortChain = trigger.future.flatMap { _ in
+            Future<Int>.retry(attempts: 2, variant: variant) { _ in root.future.map { $0 } }
+        }
+        trigger.succeed(0)
+        #expect(derived.isComplete == false && shortChain.isComplete == false)
+        root.succeed(2)
+        #expect(try derived.peek()?.get() == 42)
+        #expect(try shortChain.peek()?.get() == 2)
     }
 
     /// A follow into a cycle that was missed (a ring too long to see) is no cycle of the new

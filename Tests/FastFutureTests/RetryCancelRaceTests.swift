@@ -1,4 +1,5 @@
 import FastFuture
+import FastFutureTesting
 import Testing
 
 /// A retry's cancellation racing its attempts: the failure of attempt 1 (which makes attempt 2 on
@@ -125,6 +126,57 @@ struct RetryCancelRaceTests {
             #expect(round.first.future.isCancelled, "round \(index): the attempt in flight was not cancelled")
             #expect(
                 round.cancelHandlers.load() == 1, "round \(index): onCancel ran \(round.cancelHandlers.load()) times")
+        }
+    }
+
+    /// One retry on a manual clock whose attempt 1 failed: its wait's timer is in flight when a
+    /// flatMap starts following the retry (once `trigger` completes), so the follow's cycle walk
+    /// borrows the timer from the retry's driver.
+    final class WaitingFollowedRound: Sendable {
+        let trigger = Promise<Int>()
+        let clock = ManualClock()
+        let made = AtomicCount()
+        let retried: Future<Int>
+        let derived: Future<Int>
+
+        init(variant: FutureVariant, deaths: AtomicCount) {
+            let made = made
+            let captured = DeinitCounted(deaths)
+            retried = Future<Int>.retry(attempts: 3, delay: .seconds(1), clock: clock, variant: variant) {
+                [captured] _ in
+                captured.touch()
+                made.increment()
+                return .failed(CancellationError(), variant: variant)
+            }
+            let retried = retried
+            derived = trigger.future.flatMap { _ in retried }
+        }
+    }
+
+    @Test(
+        "cancel() racing a flatMap's cycle walk that borrows the retry's wait timer: the timer is cancelled, no attempt 2, make's captures released once",
+        arguments: FutureVariant.allCases)
+    func cancelRacingACycleWalkThroughTheRetrysWait(variant: FutureVariant) {
+        let count = Stress.raceItems
+        let deaths = AtomicCount()
+        let rounds = (0..<count).map { _ in WaitingFollowedRound(variant: variant, deaths: deaths) }
+        for (index, round) in rounds.enumerated() {
+            #expect(round.clock.pendingCount == 1, "round \(index): the wait's timer is not armed")
+        }
+        _ = TestThreads.race(2, over: count) { thread, index in
+            let round = rounds[index]
+            if thread == 0 { round.trigger.succeed(0) } else { round.retried.cancel() }
+            return 0
+        }
+        #expect(deaths.load() == count, "make's captures: \(deaths.load()) of \(count) released")
+        for (index, round) in rounds.enumerated() {
+            // The canceller cancelled the timer - also when it took the walk's stand-in for it.
+            #expect(round.clock.pendingCount == 0, "round \(index): the wait's timer is still armed")
+            round.clock.advance(by: .seconds(10))
+            #expect(round.made.load() == 1, "round \(index): make ran \(round.made.load()) times")
+            #expect(
+                round.retried.isCancelled, "round \(index): the retry is \(String(describing: round.retried.peek()))")
+            #expect(round.derived.isComplete, "round \(index): the flatMap is pending")
         }
     }
 

@@ -12,7 +12,7 @@
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
-            retryCycleBothEnds,
+            retryWalkVsAttemptSwitchVsCancel, retryCycleBothEnds,
         ]
 
         /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
@@ -126,6 +126,51 @@
                 log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
                 log.expect(log.count("first:onCancel") == 1, "attempt 1's onCancel: \(log.events)")
                 log.expect(first.future.peek()?.isCancellation == true, "attempt 1 was not cancelled")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// The three parties of the flight word at once: T0 fails attempt 1 (its callback opens a
+        /// turn, makes attempt 2 and puts it in flight), T1 completes the promise of a flatMap
+        /// that follows the retry (its walk borrows the object in flight - a stand-in in the word,
+        /// given back with the flags the word has *then*: a turn's busy mark set meanwhile kept),
+        /// T2 cancels the retry. The retry and the flatMap are cancelled, `make` runs at most
+        /// twice and never after the canceller released it, an attempt 2 made is cancelled once,
+        /// and `make`'s captures are released by the time the threads are done.
+        static let retryWalkVsAttemptSwitchVsCancel = ExploreScenario("retry-walk-vs-attempt-switch-vs-cancel") {
+            variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured) { attempt in
+                attempt == 1 ? first.future : second.future
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { first.fail(ExploreFailure()) },
+                { trigger.succeed(ExplorePayload(0)) },
+                {
+                    retried.cancel()
+                    log.expect(retried.isComplete, "cancel() returned with the retry pending")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") <= 1, "make ran: \(log.events)")
+                log.expect(captured.object == nil, "make's captures outlived the threads: \(log.events)")
+                if log.count("make:2") == 1 {
+                    log.expect(second.future.peek()?.isCancellation == true, "attempt 2 was not cancelled")
+                    log.expect(log.count("second:onCancel") == 1, "attempt 2's onCancel: \(log.events)")
+                }
                 log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
                 log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
             }
