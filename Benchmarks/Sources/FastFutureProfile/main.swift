@@ -12,6 +12,7 @@
 // S8: one callback registered on a future that is already complete (a late callback).
 // S7: 1,000 `wait()` round trips with a worker thread per iteration; `semaphores` runs the
 // suite's baseline instead, the same ping-pong on two `DispatchSemaphore`s.
+// cycleWalk, cycleWalkRetry: a flatMap's cycle check on a pending chain (see CycleWalk.swift).
 // fanIn, firstOf, timeout, chain10, late: the same work with FastFuture or with structured
 // concurrency (`tasks`): see "Against structured concurrency" below.
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
@@ -472,6 +473,7 @@ let usage =
     + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <actorRetry|actorAll> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <mainActorRun|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
+    + " | FastFutureProfile <cycleWalk|cycleWalkRetry> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]"
@@ -571,6 +573,10 @@ case ("mainActorRun", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"), ("fir
     fail(usage)
 case ("mainActorRun", _), ("cancelMap", _), ("cancelRace", _), ("firstMapped", _):
     moreEntryPoint(arguments[1], variant, iterations)
+case ("cycleWalk", "nio"), ("cycleWalkRetry", "nio"), ("cycleWalk", "tasks"), ("cycleWalkRetry", "tasks"):
+    fail(usage)
+case ("cycleWalk", _), ("cycleWalkRetry", _):
+    cycleWalk(variant, iterations, throughRetry: arguments[1] == "cycleWalkRetry")
 case ("fanIn", "nio"), ("firstOf", "nio"), ("timeout", "nio"), ("chain10", "nio"), ("late", "nio"), (_, "tasks"):
     fail(usage)
 case ("fanIn", _): fanIn(variant, iterations)

@@ -306,7 +306,8 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
     /// `_FutureCore.upstreamTarget`), so a completer taking the word meanwhile is safe; it stops
     /// at a word that holds no future (a promise's future, a combinator's state, a timer) or is
     /// closed (a complete future: the first complete one ends the list); through a retry's
-    /// driver it goes on to the attempt in flight (borrowed the same way, see `_FlightLending`).
+    /// driver it goes on to the attempt in flight (borrowed the same way, see
+    /// `_Cancellable._cycleWalkStep`).
     ///
     /// - Parameter future: A pending future (held by the caller).
     /// - Returns: `future` first, then each future its predecessor's upstream word holds.
@@ -315,7 +316,7 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
         var spare: _UpstreamBorrow? = nil
         while found.count < _cycleWalkLimit,
             let object = _FutureCore(found[found.count - 1]).upstreamTarget(spare: &spare),
-            let next = _FutureCore.walkedFuture(after: object, spare: &spare)
+            let next = object._cycleWalkStep(spare: &spare)
         {
             found.append(next)
         }

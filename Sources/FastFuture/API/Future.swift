@@ -197,6 +197,13 @@ public final class Future<Value: Sendable>: _Cancellable, @unchecked Sendable {
         _withdraw()
     }
 
+    /// A cycle walk that found this future in an upstream word reads this future's word next
+    /// (see `_Cancellable._cycleWalkStep`).
+    @usableFromInline
+    override internal func _cycleWalkStep(spare: inout _UpstreamBorrow?) -> _Cancellable? {
+        self
+    }
+
     // MARK: Looking
 
     /// The synchronization variant this future was created with.

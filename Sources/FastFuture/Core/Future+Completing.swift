@@ -167,4 +167,24 @@ public class _Cancellable {
     internal func _cancelFromDownstream() {
         fatalError("FastFuture internal error: \(type(of: self)) does not forward a cancellation")
     }
+
+    /// A cycle walk's step (`_FutureCore.isReached`, `_futuresWaitedOn`): the future whose
+    /// upstream word the walk reads next, having found this object in an upstream word - this
+    /// object, if it is a future; the attempt in flight, if it is a retry's driver (borrowed from
+    /// its flight word, with `spare` as the stand-in: see `_RetryDriver.lendFlight`) - retained;
+    /// or `nil`: the walk ends here (a timer, a combinator's state). One call through the class
+    /// table, no cast: the walk used to ask each object for a protocol conformance
+    /// (`swift_conformsToProtocol`).
+    @usableFromInline
+    internal func _cycleWalkStep(spare: inout _UpstreamBorrow?) -> _Cancellable? {
+        nil
+    }
+
+    /// What a cycle walk that finds this object in a word it borrows reads instead: the object
+    /// a walk's stand-in holds (a +1 reference the stand-in owns, as a word), or 0 - this is
+    /// no stand-in. See `_UpstreamBorrow.lookingThrough`.
+    @usableFromInline
+    internal var _standInTarget: UInt {
+        0
+    }
 }

@@ -38,7 +38,7 @@ extension Future {
     /// The walk stops at the first word that holds no future (a promise's future, a timer, a
     /// combinator's state, a complete future), so a follow without a cycle usually walks one or
     /// two futures; through a retry's driver it goes on to the attempt in flight
-    /// (`_FlightLending`).
+    /// (`_Cancellable._cycleWalkStep`).
     ///
     /// A retry's driver calls it too, for the retry's result, from each pending attempt it has
     /// just put in flight (published by the read-modify-write of its turn's `leave`): the same
@@ -68,7 +68,7 @@ extension _FutureCore {
         var current: AnyObject = inner
         var spare: _UpstreamBorrow? = nil
         for _ in 0..<_cycleWalkLimit {
-            // A future (`inner`, then what `walkedFuture` returns).
+            // A future (`inner`, then what `_cycleWalkStep` returns).
             let core = _FutureCore(current)
             // Without a borrow: the word is the target (the common way a cycle closes), or
             // holds nothing to walk.
@@ -76,24 +76,12 @@ extension _FutureCore {
             if word == targetWord { return true }
             if word == _Upstream.none || word == _Upstream.closed { return false }
             guard let object = core.upstreamTarget(spare: &spare),
-                let next = walkedFuture(after: object, spare: &spare)
+                let next = object._cycleWalkStep(spare: &spare)
             else { return false }
             if next === target { return true }
             current = next
         }
         return false
-    }
-
-    /// What a walk that has read `current`'s upstream word goes on to: the object `object`, if
-    /// it is a future, or, through a retry's driver, the attempt it has in flight - retained;
-    /// `nil` if the walk ends there (a promise's future, a timer, a combinator's state, ...).
-    @usableFromInline
-    static func walkedFuture(after object: AnyObject, spare: inout _UpstreamBorrow?) -> AnyObject? {
-        if object is any _UpstreamWalkable { return object }
-        guard let driver = object as? any _FlightLending, let next = driver.lendFlight(spare: &spare),
-            next is any _UpstreamWalkable
-        else { return nil }
-        return next
     }
 }
 
@@ -102,26 +90,8 @@ extension _FutureCore {
 @usableFromInline
 internal var _cycleWalkLimit: Int { 64 }
 
-/// The futures: what a cycle walk reads the upstream word of (an upstream word may also hold a
-/// timer, a combinator's state, a retry's driver - objects without one).
-@usableFromInline
-internal protocol _UpstreamWalkable: AnyObject {}
-
-extension Future: _UpstreamWalkable {}
-
-/// A retry's driver - an upstream word's object that is no future but has one in flight (the
-/// current attempt, or a delay timer): a cycle walk steps through it to that object, which it
-/// borrows from the driver's flight word as from an upstream word (a stand-in in its place,
-/// the flag bits kept; see `_UpstreamBorrow.borrow`).
-@usableFromInline
-internal protocol _FlightLending: AnyObject {
-    /// The object in flight, retained, or `nil` if none (before the first attempt, or
-    /// cancelled).
-    func lendFlight(spare: inout _UpstreamBorrow?) -> AnyObject?
-}
-
 /// What a cycle walk puts in a `.lockFree` future's upstream word (or a retry driver's flight
-/// word, see `_FlightLending`) while it reads through it: a stand-in that owns the word's
+/// word, see `_RetryDriver.lendFlight`) while it reads through it: a stand-in that owns the word's
 /// reference to the object it replaced (`target`) and acts for it.
 ///
 /// A completer that takes the stand-in instead of the object gets the same outcome: its
@@ -149,6 +119,12 @@ internal final class _UpstreamBorrow: _Cancellable, @unchecked Sendable {
         if target != 0 { Unmanaged<_Cancellable>.fromWord(target).takeUnretainedValue()._cancelFromDownstream() }
     }
 
+    /// A walk that finds this stand-in in a word it borrows looks through it (`lookingThrough`).
+    @usableFromInline
+    override var _standInTarget: UInt {
+        target
+    }
+
     deinit {
         if target != 0 { Unmanaged<AnyObject>.fromWord(target).release() }
     }
@@ -165,13 +141,13 @@ extension _FutureCore {
     /// `replaceUpstream` took the stand-in, with the object (see `_UpstreamBorrow`), and the
     /// walk leaves it to them.
     @usableFromInline
-    func upstreamTarget(spare: inout _UpstreamBorrow?) -> AnyObject? {
+    func upstreamTarget(spare: inout _UpstreamBorrow?) -> _Cancellable? {
         if let mutex {
             mutex.lock()
             defer { mutex.unlock() }
             let word = ff_atomic_word_load_relaxed(upstream)
             if word == _Upstream.none || word == _Upstream.closed { return nil }
-            return Unmanaged<AnyObject>.fromWord(word).takeUnretainedValue()
+            return Unmanaged<_Cancellable>.fromWord(word).takeUnretainedValue()
         }
         return _UpstreamBorrow.borrow(upstream, flags: 0, spare: &spare) { word in
             word == _Upstream.none || word == _Upstream.closed
@@ -190,7 +166,7 @@ extension _UpstreamBorrow {
     static func borrow(
         _ word: UnsafeMutablePointer<ff_atomic_word>, flags: UInt, spare: inout _UpstreamBorrow?,
         isEmpty: (UInt) -> Bool
-    ) -> AnyObject? {
+    ) -> _Cancellable? {
         let borrow = spare ?? _UpstreamBorrow()
         spare = nil
         var current = ff_atomic_word_load_acquire(word)
@@ -215,7 +191,7 @@ extension _UpstreamBorrow {
         // the word - each held by the one before, so no one else writes its `target`.
         let object = current & ~flags
         let retained = Unmanaged.passRetained(
-            lookingThrough(Unmanaged<AnyObject>.fromWord(object).takeUnretainedValue()))
+            lookingThrough(Unmanaged<_Cancellable>.fromWord(object).takeUnretainedValue()))
         let standIn = UInt(bitPattern: Unmanaged.passUnretained(borrow).toOpaque())
         var expected = standIn | (current & flags)
         // acq_rel: release gives the word's reference back with the object (to the completer's
@@ -233,12 +209,15 @@ extension _UpstreamBorrow {
     }
 
     /// `object`, or, if it is a walk's stand-in, the object it holds (through the stand-ins
-    /// of other walks that it may hold in turn): unretained, alive while `object` is.
+    /// of other walks that it may hold in turn): unretained, alive while `object` is. A call
+    /// through the class table per object (`_standInTarget`), no cast.
     @usableFromInline
-    static func lookingThrough(_ object: AnyObject) -> AnyObject {
+    static func lookingThrough(_ object: _Cancellable) -> _Cancellable {
         var object = object
-        while let borrow = object as? _UpstreamBorrow, borrow.target != 0 {
-            object = Unmanaged<AnyObject>.fromWord(borrow.target).takeUnretainedValue()
+        var target = object._standInTarget
+        while target != 0 {
+            object = Unmanaged<_Cancellable>.fromWord(target).takeUnretainedValue()
+            target = object._standInTarget
         }
         return object
     }

@@ -35,7 +35,7 @@ import AtomicsShim
 /// them), as the canceller would have. The word keeps `busy` after a cancellation, so a second
 /// canceller would release nothing.
 ///
-/// A third party only lends the object: a cycle walk (`lendFlight`, see `_FlightLending`)
+/// A third party only lends the object: a cycle walk (`lendFlight`, its `_cycleWalkStep`)
 /// swaps a stand-in (`_UpstreamBorrow`, owning the word's reference to the object) in for the
 /// object bits, keeping the flags, retains the object and swaps it back - keeping the flags
 /// the word has then - unless the object bits are no longer its stand-in. So a CAS of `enter`
@@ -52,7 +52,7 @@ import AtomicsShim
 ///   a turn of the driving thread, and written (released) only by the one party the word gives
 ///   them to once closed, as argued above.
 @usableFromInline
-internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending, @unchecked Sendable {
+internal final class _RetryDriver<Value: Sendable>: _Cancellable, @unchecked Sendable {
     /// Makes the timer of a wait on a user's clock.
     @usableFromInline typealias TimerMaker =
         @Sendable (_ delay: Duration, _ fire: @escaping @Sendable () -> Void) -> any _Timer
@@ -179,9 +179,19 @@ internal final class _RetryDriver<Value: Sendable>: _Cancellable, _FlightLending
         Unmanaged<_Cancellable>.fromWord(old & Self.objectMask).takeRetainedValue()._cancelFromDownstream()
     }
 
-    /// A cycle walk's step through this driver (`_FlightLending`): the object in flight.
+    /// A cycle walk's step through this driver: the attempt in flight, borrowed from the flight
+    /// word (`lendFlight`); a delay timer in flight ends the walk. The flight holds an attempt
+    /// (a future: its own step is itself) or a timer (its step is `nil`), never a driver.
     @usableFromInline
-    func lendFlight(spare: inout _UpstreamBorrow?) -> AnyObject? {
+    override func _cycleWalkStep(spare: inout _UpstreamBorrow?) -> _Cancellable? {
+        lendFlight(spare: &spare)?._cycleWalkStep(spare: &spare)
+    }
+
+    /// The object in flight, retained - borrowed from the flight word as from an upstream word (a
+    /// stand-in in its place, the flag bits kept: see `_UpstreamBorrow.borrow`) - or `nil` if
+    /// none (before the first attempt, or cancelled).
+    @usableFromInline
+    func lendFlight(spare: inout _UpstreamBorrow?) -> _Cancellable? {
         // Nothing to lend before the first attempt, or once closed (the canceller took it).
         _UpstreamBorrow.borrow(word, flags: Self.busy | Self.closed, spare: &spare) { word in
             word & Self.closed != 0 || word & Self.objectMask == 0

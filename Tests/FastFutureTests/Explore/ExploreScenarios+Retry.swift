@@ -12,7 +12,7 @@
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
-            retryWalkVsAttemptSwitchVsCancel, retryCycleBothEnds,
+            retryWalkVsAttemptSwitchVsCancel, retryWalkGivesBackAfterTurnEnteredVsCancel, retryCycleBothEnds,
         ]
 
         /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
@@ -173,6 +173,75 @@
                 }
                 log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
                 log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// The flight word's busy bit set while a cycle walk has the object lent: T0 completes the
+        /// promise of a flatMap that follows the retry (its walk borrows attempt 1 from the flight
+        /// word - a stand-in in its place - and gives it back), T1 cancels the retry, T2 fails
+        /// attempt 1 - its callback opens a turn (`enter`: busy) and asks `shouldRetry`, which
+        /// reads a future (a point where the other threads may run) before `make` makes attempt 2.
+        /// The threads are in the order of the schedule that needs the word's *current* flags in
+        /// the give-back: the walk borrows, the turn enters (both preempted there), the walk gives
+        /// back and ends, the cancel runs whole, then the turn goes on; so it is two preemptions
+        /// from the default schedule, with every other thread run to its end. A give-back with the
+        /// flags it read when borrowing drops the turn's busy bit: the canceller then releases
+        /// `make` while the turn is open, and the turn calls it. Here `make` runs at most twice and
+        /// only with its closures alive, an attempt 2 made is cancelled once, the retry and the
+        /// flatMap are cancelled, and the captures of `make` and `shouldRetry` are released.
+        static let retryWalkGivesBackAfterTurnEnteredVsCancel = ExploreScenario(
+            "retry-walk-gives-back-after-turn-entered-vs-cancel"
+        ) { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            // Lock-free on both variants: one load, the fewest steps between enter and make.
+            let consulted = Future.succeeded(ExplorePayload(9), variant: .lockFree)
+            let makeCaptured = ExploreWeakBox()
+            let shouldRetryCaptured = ExploreWeakBox()
+            let retried: Future<ExplorePayload>
+            do {
+                let makePayload = ExplorePayload(7)
+                let shouldRetryPayload = ExplorePayload(8)
+                makeCaptured.object = makePayload
+                shouldRetryCaptured.object = shouldRetryPayload
+                retried = Future.retry(
+                    attempts: 3, variant: variant,
+                    while: { _ in
+                        withExtendedLifetime(shouldRetryPayload) {}
+                        return consulted.isComplete
+                    }
+                ) { number in
+                    log.event("make:\(number)")
+                    withExtendedLifetime(makePayload) {}
+                    return number == 1 ? first.future : second.future
+                }
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                { retried.cancel() },
+                { first.fail(ExploreFailure()) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") <= 1, "make ran: \(log.events)")
+                log.expect(makeCaptured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(shouldRetryCaptured.object == nil, "shouldRetry's captures outlived the threads")
+                if log.count("make:2") == 1 {
+                    log.expect(second.future.peek()?.isCancellation == true, "attempt 2 was not cancelled")
+                    log.expect(log.count("second:onCancel") == 1, "attempt 2's onCancel: \(log.events)")
+                }
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+                if !second.future.isComplete { second.succeed(ExplorePayload(3)) }
             }
             return run
         }
