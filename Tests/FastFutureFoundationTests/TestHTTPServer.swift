@@ -27,6 +27,11 @@ import Testing
 /// - `ANY /echo` -> `200`, body `METHOD <request body>`
 /// - `GET /slow` -> never answers: completes ``slowRequestArrived``, then waits for the client to
 ///   close the connection and completes ``slowConnectionClosed``
+/// - `GET /slow-arrivals/N` -> `200`, body `N`, once the server has read `N` `/slow` requests in its
+///   life; `503` if that takes more than 20 s (a client in another process, which cannot see
+///   ``slowRequestArrived``, waits on it before it cancels a `/slow` request in flight)
+/// - `GET /slow-closes/N` -> `200`, body `N`, once the client has closed `N` `/slow` connections;
+///   `503` after 20 s
 /// - `GET /garbage` -> a reply that is not HTTP, then close
 /// - `GET /drop` -> close without a reply
 /// - anything else -> `404`, body `no route for PATH`
@@ -35,7 +40,8 @@ import Testing
 //
 // Why `@unchecked Sendable` is safe: the `let` properties are set in `init` and never change (the
 // file descriptors are only closed in `stop()`, after every thread that uses them has exited, see
-// there). The only mutable state, `state`, is read and written only with `lock` held.
+// there). The only mutable state, `state`, is read and written only with `lock` held, and
+// `slowCounts`' numbers only with `slowCounts` locked.
 final class TestHTTPServer: @unchecked Sendable {
     /// The port the server listens on, on 127.0.0.1.
     let port: UInt16
@@ -67,6 +73,13 @@ final class TestHTTPServer: @unchecked Sendable {
         var served: [String] = []
     }
     private var state = State()
+    /// The `/slow` requests read and the `/slow` connections the client closed, for the
+    /// `/slow-arrivals/N` and `/slow-closes/N` routes, and whether the server is stopping (which
+    /// ends their waits). Read and written only with `slowCounts` locked.
+    private let slowCounts = NSCondition()
+    private var slowArrivals = 0
+    private var slowCloses = 0
+    private var slowCountsStopped = false
 
     /// The default of `maxConnections`.
     static let defaultMaxConnections = 2_000
@@ -138,6 +151,10 @@ final class TestHTTPServer: @unchecked Sendable {
             return !state.stopped
         }
         guard first else { return true }
+        slowCounts.lock()
+        slowCountsStopped = true
+        slowCounts.broadcast()
+        slowCounts.unlock()
         wake()
         guard threads.wait(timeout: .now() + .seconds(30)) == .success else { return false }
         close(listenFD)
@@ -225,8 +242,10 @@ final class TestHTTPServer: @unchecked Sendable {
         guard let request = readRequest(fd) else { return }
         switch request.path {
         case "/slow":
+            countSlow(closed: false)
             slowArrivedPromise.tryComplete(.success(()))
             if waitForPeerClose(fd) {
+                countSlow(closed: true)
                 slowClosedPromise.tryComplete(.success(()))
                 slowClosedSignal.signal()
             }
@@ -265,6 +284,11 @@ final class TestHTTPServer: @unchecked Sendable {
             }
         case ("index", 2):
             if let index = Int(parts[1]) { return (200, text, Array(String(index).utf8)) }
+        case ("slow-arrivals", 2), ("slow-closes", 2):
+            if let target = Int(parts[1]) {
+                let reached = waitForSlowCount(target, closed: parts[0] == "slow-closes")
+                return reached ? (200, text, Array(String(target).utf8)) : (503, text, Array("timed out".utf8))
+            }
         case ("bytes", 2):
             if let count = Int(parts[1]), (0...(64 << 20)).contains(count) {
                 return (200, [("Content-Type", "application/octet-stream")], (0..<count).map { UInt8($0 % 251) })
@@ -325,6 +349,29 @@ final class TestHTTPServer: @unchecked Sendable {
             discarded += chunk.count
         }
         return false
+    }
+
+    /// Counts a `/slow` request read, or a `/slow` connection the client closed.
+    private func countSlow(closed: Bool) {
+        slowCounts.lock()
+        if closed { slowCloses += 1 } else { slowArrivals += 1 }
+        slowCounts.broadcast()
+        slowCounts.unlock()
+    }
+
+    /// Waits until `target` `/slow` requests were read (or connections closed, if `closed`), the
+    /// server stops, or 20 s pass.
+    ///
+    /// - Returns: `true` if the count reached `target`.
+    private func waitForSlowCount(_ target: Int, closed: Bool) -> Bool {
+        let limit = Date(timeIntervalSinceNow: 20)
+        slowCounts.lock()
+        defer { slowCounts.unlock() }
+        // Bounded: a wait returns by `limit`, and once `limit` has passed it returns false at once.
+        while (closed ? slowCloses : slowArrivals) < target {
+            guard !slowCountsStopped, slowCounts.wait(until: limit) else { return false }
+        }
+        return true
     }
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {

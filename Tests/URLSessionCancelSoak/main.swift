@@ -10,7 +10,8 @@
 //   PORT     a TestHTTPServer listening on 127.0.0.1 (the only address this program talks to)
 //   ROUNDS   rounds; each cancels three `/hello` requests (one at once, one from another
 //            thread, one when another request completes) and every 8th round also a `/slow`
-//            request in flight
+//            request in flight (once the server has read it); at the end it waits until the
+//            server has seen every cancelled `/slow` connection closed
 //   VARIANT  lockFree | locked: the variant of the future the soak cancels, which forwards the
 //            cancel to the future of `URLSession.shared.future(for:)`
 //
@@ -80,6 +81,15 @@ func expectHello(_ result: Result<(Data, HTTPURLResponse), any Error>?, _ what: 
     }
 }
 
+/// `result` is the server's `200` with body `count` (a `/slow-arrivals/N` or `/slow-closes/N`
+/// answer: the server saw the count reached).
+func expectCount(_ result: Result<(Data, HTTPURLResponse), any Error>?, _ count: Int, _ what: String) {
+    guard case .success(let (data, response)) = result else { fail("\(what): \(String(describing: result))") }
+    guard response.statusCode == 200, String(decoding: data, as: UTF8.self) == "\(count)" else {
+        fail("\(what): status \(response.statusCode), body \(String(decoding: data, as: UTF8.self))")
+    }
+}
+
 var atOnce = (succeeded: 0, cancelled: 0)
 var raced = (succeeded: 0, cancelled: 0)
 var lateCancel = (succeeded: 0, cancelled: 0)
@@ -123,12 +133,14 @@ for round in 0..<rounds {
         lateCancel.succeeded += 1
     }
 
-    // 4. Cancelled in flight: `/slow` was started before a request that has completed since,
-    //    so it is connected (or about to be) and the server holds it open; only the cancel
-    //    closes it, which the test counts on the server.
+    // 4. Cancelled in flight: the server has read the `/slow` request (it answers
+    //    `/slow-arrivals/N` only then) and holds the connection open; only the cancel closes it,
+    //    which the server counts. (A request that merely completed after `/slow` started proves
+    //    nothing: under load URLSession may not have connected `/slow` yet, and a `/slow`
+    //    cancelled before it was sent never reaches the server.)
     if round % 8 == 0 {
         let slow = start("/slow")
-        expectHello(settle(start("/hello")), "round \(round), before the in-flight cancel")
+        expectCount(settle(start("/slow-arrivals/\(midFlight + 1)")), midFlight + 1, "round \(round), /slow read")
         guard slow.peek() == nil else { fail("round \(round): /slow completed: \(String(describing: slow.peek()))") }
         slow.cancel()
         guard isCancellation(slow.peek()) else { fail("round \(round), in flight: \(String(describing: slow.peek()))") }
@@ -141,6 +153,9 @@ for round in 0..<rounds {
 for drain in 0..<4 {
     expectHello(settle(start("/hello")), "drain \(drain)")
 }
+// Every `/slow` cancelled in flight closed its connection while this process lives - the cancel
+// reached the URLSessionTask, not only the future (at exit the system would close them anyway).
+expectCount(settle(start("/slow-closes/\(midFlight)")), midFlight, "the cancelled /slow connections closed")
 
 print(
     "rounds \(rounds) (\(variant)): cancels at once: \(atOnce.cancelled) cancelled, \(atOnce.succeeded) completed "

@@ -1,7 +1,8 @@
 /// The error of a future that would complete with itself: a `flatMap` or `flatMapError` body
 /// returned the future that the `flatMap` returned, or a future that waits on it (a chain step
 /// derived from it, a `flatMap` that follows it, or a future that waits on one of those, in a
-/// cycle of any length), so it could never complete. Without this
+/// cycle of any length), or a `retry` started an attempt that waits on the future that follows
+/// the retry - so it could never complete. Without this
 /// error such a future would stay pending forever (Promises/A+ 2.3.1 rejects it the same way).
 ///
 /// ```swift
@@ -35,6 +36,6 @@ public struct FutureCycleError: Error, Sendable, Hashable, CustomStringConvertib
     public init() {}
 
     public var description: String {
-        "FutureCycleError: a flatMap/flatMapError body returned a future that waits on the flatMap's own future, so it could never complete"
+        "FutureCycleError: a future waits on itself (a flatMap/flatMapError body's future or a retry's attempt waits on the future it would complete), so it could never complete"
     }
 }

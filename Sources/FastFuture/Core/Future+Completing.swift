@@ -136,9 +136,10 @@ extension _FutureCore {
     /// Forwards a future's cancellation to the upstream object taken by its completer, then
     /// releases it. Every object an upstream word holds is a `_Cancellable` (the word is typed
     /// so where it is set: `replaceUpstream`, `init(_pendingVariant:upstream:)`), so the
-    /// forwarding is one call through the class table: no cast, which looked the object's
-    /// conformance up at run time (`swift_conformsToProtocol`, about 280 instructions a
-    /// cancellation forwarded).
+    /// forwarding is one call through the class table: no cast. The cast it replaced
+    /// (`as? any _Cancellable`) cost 343 instructions per forwarded cancellation, 283 of them in
+    /// the runtime's conformance lookup (`swift_conformsToProtocol`; callgrind on the loop of
+    /// `FastFutureProfile cancelMap`: 2,003 -> 1,660 instructions per map-then-cancel).
     @usableFromInline @inline(never)
     static func cancelAndReleaseUpstream(_ word: UInt) {
         _Trampoline.run(.cancel(Unmanaged<_Cancellable>.fromWord(word).takeRetainedValue()))
