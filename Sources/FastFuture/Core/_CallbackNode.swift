@@ -144,12 +144,14 @@ internal class _CallbackNode: @unchecked Sendable {
     /// How many bytes this node's slot holds, read from the object itself (its class, a load
     /// and up to two compares: both slot node classes are final): a `_SlotNode`'s three words, a
     /// `_PairNode`'s two, or 0 for a `_Node<R>`, whose registration is a typed stored property.
-    /// For code that re-arms a node it was handed (`_Step._follow`), and asserts.
+    /// For code that re-arms a node it was handed (`_Step._follow`), and asserts. `_SlotNode`
+    /// first: a `flatMap` step (three words) is in one, and re-arms it with one compare, as
+    /// before there were two slot nodes.
     @inlinable
     final var _slotCapacity: Int {
         let kind = type(of: self)
-        if kind == _PairNode.self { return MemoryLayout<_PairSlot>.size }
         if kind == _SlotNode.self { return MemoryLayout<_EmbeddedSlot>.size }
+        if kind == _PairNode.self { return MemoryLayout<_PairSlot>.size }
         return 0
     }
 
