@@ -3,10 +3,11 @@ import FastFuture
 import Testing
 
 /// A later registration - its future's second or later, in a heap node - runs once and is
-/// destroyed exactly once, fired or not: in a `_SlotNode` (three words or less, not generic, moved
-/// out when it runs, destroyed by the deinit through `fire` if it never ran), and the `flatMap`
-/// step that refills its slot node with a forward. Every registration here is a *second*
-/// registration (first ones, in the embedded node, are `FirstRegistrationLifetimeTests`').
+/// destroyed exactly once, fired or not: in a slot node (a `_PairNode` for two words or less, a
+/// `_SlotNode` for three: not generic, moved out when it runs, destroyed by the deinit through
+/// `fire` if it never ran), and the `flatMap` step that refills its slot node with a forward. Every
+/// registration here is a *second* registration (first ones, in the embedded node, are
+/// `FirstRegistrationLifetimeTests`'; which node each size lands in, `NodeBySizeLifetimeTests`').
 ///
 /// The captured objects count their deinits: a registration destroyed twice over-releases what
 /// it captured (a crash, or a count too high), one never destroyed leaks it (a count too low).
@@ -29,8 +30,8 @@ import Testing
     }
 
     /// An executor of no size that hops to a serial queue (overcommit: never starved by the
-    /// test threads that spin): a step or callback on it fits in a `_SlotNode` (three words)
-    /// although it does not run inline.
+    /// test threads that spin): a callback on it fits in a `_PairNode` (two words), a step in a
+    /// `_SlotNode` (three), although it does not run inline.
     struct HopExecutor: FutureExecutor {
         static let queue = DispatchQueue(label: "LaterRegistrationLifetimeTests.hop")
 

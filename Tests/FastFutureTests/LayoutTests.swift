@@ -13,15 +13,18 @@ import Testing
         "An object's first stored property starts an object header past its address", arguments: FutureVariant.allCases)
     func objectHeaderSize(variant: FutureVariant) {
         let future = Future<Int>(_variant: variant, result: nil)
-        // Both kinds of heap node: the slot node (a registration of three words or less) and the
-        // generic one (a larger registration: a callback that hops to a stored executor).
+        // Every kind of heap node: the pair node (a registration of two words or less), the slot
+        // node (three) and the generic one (a larger registration: a callback that hops to a
+        // stored executor).
         let nodes: [_CallbackNode] = [
             _Forward._makeNode(_Forward(derived: future)),
             _Callback<_WhenComplete<Int>, WideExecutor>._makeNode(
                 _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
+            _Step._makeNode(_Step(derived: future, body: _MapBody<Int, Int> { $0 }, on: InlineExecutor())),
         ]
-        #expect(nodes[0] is _SlotNode)
+        #expect(nodes[0] is _PairNode)
         #expect(nodes[1] is _Node<_Callback<_WhenComplete<Int>, WideExecutor>>)
+        #expect(nodes[2] is _SlotNode)
         for node in nodes {
             let raw = Unmanaged.passUnretained(node).toOpaque()
             let storedProperties = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(node))
@@ -57,6 +60,84 @@ import Testing
         let more = (0..<15).map { _ in _SlotNode(_Forward(derived: future)) }
         expectSmallestAllocation(of: [node] + more, is: 64)
         withExtendedLifetime(node) {}
+    }
+
+    @Test(
+        "A pair node's fire word and registration are where a slot node's are, in a 56-byte object (a 64-byte chunk)",
+        arguments: FutureVariant.allCases)
+    func pairNodeLayout(variant: FutureVariant) {
+        let future = Future<Int>(_variant: variant, result: nil)
+        let node = _PairNode(_Forward(derived: future))
+        let raw = UnsafeMutableRawPointer(Unmanaged.passUnretained(node).toOpaque())
+        let words = withUnsafeMutablePointer(to: &node._slotWords) { UnsafeMutableRawPointer($0) }
+        // One fire function and one deinit serve both slot nodes: the slot at the same offset.
+        #expect(words == raw + _SlotNode.slotOffset)
+        #expect(node._slot == words)
+        #expect(node._isArmed)
+        let fire = withUnsafeMutablePointer(to: &node._fireWords) { UnsafeMutableRawPointer($0) }
+        #expect(fire == raw + _CallbackNode.fireOffset)
+        #expect(words.load(as: UInt.self) == UInt(bitPattern: Unmanaged.passUnretained(future).toOpaque()))
+        #expect(type(of: node)._registrationOffset == _SlotNode.slotOffset)
+        // The object ends right after its two words: 56 bytes, malloc's 64-byte chunk on glibc,
+        // where a slot node's 64 take an 80-byte one.
+        #expect(_SlotNode.slotOffset + MemoryLayout<_PairSlot>.size == 56)
+        let more = (0..<15).map { _ in _PairNode(_Forward(derived: future)) }
+        expectSmallestAllocation(of: [node] + more, is: 56)
+        withExtendedLifetime(node) {}
+    }
+
+    @Test(
+        "Registrations of two words or less get a pair node, of three a slot node, larger ones a typed node",
+        arguments: FutureVariant.allCases)
+    func nodeKindBySize(variant: FutureVariant) {
+        typealias Sink = _Aggregator<Int, [Int]>
+        typealias Inline = InlineExecutor
+        let word = MemoryLayout<UInt>.size
+        // The two-word kinds (most registrations): an `.inline` callback is its closure.
+        #expect(MemoryLayout<_Callback<_WhenComplete<Int>, Inline>>.size == 2 * word)
+        #expect(MemoryLayout<_Callback<_WhenSuccess<String>, Inline>>.size == 2 * word)
+        #expect(MemoryLayout<_Callback<_WhenFailure<Int>, Inline>>.size == 2 * word)
+        #expect(MemoryLayout<_OnCancel<Int>>.size == 2 * word)
+        #expect(MemoryLayout<_Forward<Int>>.size == word)
+        #expect(MemoryLayout<_Input<Sink>>.size == 2 * word)
+        #expect(_Callback<_WhenComplete<Int>, Inline>._fitsInPair && _OnCancel<Int>._fitsInPair)
+        #expect(_Forward<Int>._fitsInPair && _Input<Sink>._fitsInPair)
+        // The three-word kinds: a step (its derived future and its closure), a callback on a
+        // one-word executor.
+        #expect(MemoryLayout<_Step<_MapBody<Int, String>, Inline>>.size == 3 * word)
+        #expect(MemoryLayout<_Step<_FlatMapBody<Int, Int>, Inline>>.size == 3 * word)
+        #expect(MemoryLayout<_Callback<_WhenComplete<Int>, OneWordExecutor>>.size == 3 * word)
+        #expect(!_Step<_MapBody<Int, String>, Inline>._fitsInPair && _Step<_MapBody<Int, String>, Inline>._fitsInSlot)
+        #expect(!_Callback<_WhenComplete<Int>, OneWordExecutor>._fitsInPair)
+
+        let future = Future<Int>(_variant: variant, result: nil)
+        let nodes: [(_CallbackNode, AnyClass, Int)] = [
+            (_Callback._makeNode(_Callback(_WhenComplete<Int> { _ in }, on: Inline())), _PairNode.self, 2 * word),
+            (_OnCancel<Int>._makeNode(_OnCancel<Int> {}), _PairNode.self, 2 * word),
+            (_Forward._makeNode(_Forward(derived: future)), _PairNode.self, 2 * word),
+            (
+                _Step._makeNode(_Step(derived: future, body: _MapBody<Int, Int> { $0 }, on: Inline())),
+                _SlotNode.self, 3 * word
+            ),
+            (
+                _Callback._makeNode(_Callback(_WhenComplete<Int> { _ in }, on: OneWordExecutor())),
+                _SlotNode.self, 3 * word
+            ),
+            (
+                _Callback._makeNode(_Callback(_WhenComplete<Int> { _ in }, on: WideExecutor())),
+                _Node<_Callback<_WhenComplete<Int>, WideExecutor>>.self, 0
+            ),
+        ]
+        for (index, entry) in nodes.enumerated() {
+            let (node, capacity) = (entry.0, entry.2)
+            let nodeKind: AnyClass = entry.1
+            #expect(ObjectIdentifier(type(of: node)) == ObjectIdentifier(nodeKind), "node \(index): \(type(of: node))")
+            // What a `flatMap` step's refill checks: the slot's capacity, read from the node.
+            #expect(node._slotCapacity == capacity, "node \(index)")
+            #expect(node._slotFits(_Forward<Int>.self) == (capacity != 0), "node \(index)")
+            #expect(!node._slotFits(_Step<_MapBody<Int, Int>, Inline>.self) || capacity == 3 * word, "node \(index)")
+        }
+        withExtendedLifetime(nodes) {}
     }
 
     @Test("The embedded node's link is where an object node's `_next` would be", arguments: FutureVariant.allCases)
@@ -142,8 +223,8 @@ import Testing
         "Every node address the state word can hold has its four flag bits clear",
         arguments: FutureVariant.allCases)
     func nodeAddressesLeaveTheFlagBitsFree(variant: FutureVariant) {
-        // Futures of several sizes (the result cell holds the value inline or boxed) and both
-        // kinds of heap node, many of each and kept alive together, so that the allocator hands
+        // Futures of several sizes (the result cell holds the value inline or boxed) and every
+        // kind of heap node (pair, slot, typed), many of each and kept alive together, so that the allocator hands
         // out addresses from across its size classes rather than re-using one block.
         var futures: [AnyObject] = []
         var addresses: [(String, UInt)] = []
@@ -160,6 +241,7 @@ import Testing
                     _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
                 _Callback<_WhenComplete<LargeValue>, WideExecutor>._makeNode(
                     _Callback(_WhenComplete({ _ in }), on: WideExecutor())),
+                _Step._makeNode(_Step(derived: small, body: _MapBody<Int, Int> { $0 }, on: InlineExecutor())),
             ]
             for node in nodes {
                 let address = UInt(bitPattern: Unmanaged.passUnretained(node).toOpaque())
@@ -170,7 +252,7 @@ import Testing
         for (what, address) in addresses {
             #expect(address & _State.flagMask == 0, "\(what) at \(String(address, radix: 16))")
         }
-        #expect(addresses.count == 200 * 6)
+        #expect(addresses.count == 200 * 7)
         withExtendedLifetime(futures) {}
     }
 
@@ -239,9 +321,9 @@ import Testing
         #expect(promise.future._loadState() & _State.embedded != 0)
         let core = promise.future._core
         words.append(("embedded", (core.embeddedFire.load(as: UInt.self), core.embeddedFireForm.pointee)))
-        // A slot node: the second.
+        // A pair node: the second (two words).
         promise.future.whenSuccess { _ in runs.increment() }
-        words.append(("slot node", try fireWord(ofNodeAt: 0, on: promise.future)))
+        words.append(("pair node", try fireWord(ofNodeAt: 0, on: promise.future)))
         // A typed node: a callback on a two-word executor.
         promise.future.whenComplete(on: WideExecutor()) { _ in runs.increment() }
         words.append(("typed node", try fireWord(ofNodeAt: 0, on: promise.future)))
@@ -343,6 +425,13 @@ private struct CountingExecutor: FutureExecutor {
 /// A value larger than a result cell's three words.
 private struct LargeValue {
     var words: (Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0)
+}
+
+/// An executor of one word: a callback on it is three words, a slot node.
+private struct OneWordExecutor: FutureExecutor {
+    var tag = 0
+
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
 }
 
 /// An executor of two words: a callback on it does not fit in a slot node.

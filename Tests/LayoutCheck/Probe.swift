@@ -61,6 +61,11 @@ final class ProbeSlotNode: ProbeNode {
     var _slotWords: (UInt, UInt, UInt) = (0, 0, 0)
 }
 
+/// `_PairNode`: the node's fields, then a slot of two words.
+final class ProbePairNode: ProbeNode {
+    var _slotWords: (UInt, UInt) = (0, 0)
+}
+
 /// The embedded node's address, from its future's: where `_FutureCore.embeddedNode` puts it.
 @inline(never) public func probeEmbeddedNodeOffset() -> Int {
     _Layout.objectHeaderSize + _Layout.futureWordsOffset
@@ -83,6 +88,25 @@ final class ProbeSlotNode: ProbeNode {
 
 @inline(never) public func makeSlotNode() -> UnsafeMutableRawPointer {
     UnsafeMutableRawPointer(Unmanaged.passRetained(ProbeSlotNode()).toOpaque())
+}
+
+@inline(never) public func makePairNode() -> UnsafeMutableRawPointer {
+    UnsafeMutableRawPointer(Unmanaged.passRetained(ProbePairNode()).toOpaque())
+}
+
+/// Where the compiler really put the pair node's slot (the slot node's offset: one fire function
+/// reaches both).
+@inline(never) public func probeActualPairSlotOffset(_ node: UnsafeMutableRawPointer) -> Int {
+    Unmanaged<ProbePairNode>.fromOpaque(node)._withUnsafeGuaranteedRef {
+        withUnsafeMutablePointer(to: &$0._slotWords) { UnsafeMutableRawPointer($0) } - node
+    }
+}
+
+/// Where the compiler really put the pair node's fire word.
+@inline(never) public func probeActualPairFireOffset(_ node: UnsafeMutableRawPointer) -> Int {
+    Unmanaged<ProbePairNode>.fromOpaque(node)._withUnsafeGuaranteedRef {
+        withUnsafeMutablePointer(to: &$0._fireWords) { UnsafeMutableRawPointer($0) } - node
+    }
 }
 
 /// Where the compiler really put the slot node's fields (each must equal the offset above).

@@ -304,7 +304,7 @@ FF_INLINE bool ff_atomic_u32_cmpxchg_strong_acquire_relaxed(
 //
 // The state word (`_State` in Swift) keeps four flags in its low bits and a node's address in the
 // rest, so every node whose address it holds - the future's embedded node and the heap nodes
-// (`_SlotNode`, `_Node<R>`) - must be 16-byte aligned, on every target. The future's words are
+// (`_PairNode`, `_SlotNode`, `_Node<R>`) - must be 16-byte aligned, on every target. The future's words are
 // laid out here, in C, so that the compiler that lays them out also checks them (the
 // `_Static_assert`s below fail the build of any target where the layout is wrong;
 // scripts/layout-check compiles them for the 32-bit targets too).
@@ -435,6 +435,36 @@ _Static_assert(offsetof(ff_slot_node_layout, slotWords) ==
 _Static_assert(FF_32_BIT == 1 || (offsetof(ff_slot_node_layout, slotWords) == 40 &&
                                   sizeof(ff_slot_node_layout) == 64),
                "64-bit: a slot node changed layout (64 bytes: malloc's 80-byte class)");
+
+/// The layout of `_PairNode`: `_SlotNode`'s with a slot of two words (a registration of two words
+/// or less). The core reaches its fire word and slot at the slot node's offsets (one fire
+/// function, one deinit for both), which the checks below hold.
+typedef struct ff_pair_node_layout {
+  uintptr_t header[2];
+  void *_Nullable next;
+  uint8_t interest;
+  uint8_t armedForm;
+#if FF_32_BIT
+  ff_node_fire_words fireWords;
+#else
+  uintptr_t fireWords;
+#endif
+  uintptr_t slotWords[2];
+} ff_pair_node_layout;
+
+_Static_assert(_Alignof(ff_pair_node_layout) == _Alignof(ff_slot_node_layout),
+               "a pair node is aligned like a slot node (16 bytes on 32-bit targets)");
+_Static_assert(offsetof(ff_pair_node_layout, next) == offsetof(ff_slot_node_layout, next) &&
+                   offsetof(ff_pair_node_layout, fireWords) == offsetof(ff_slot_node_layout, fireWords) &&
+                   offsetof(ff_pair_node_layout, slotWords) == offsetof(ff_slot_node_layout, slotWords),
+               "a pair node's link, fire word and slot are where a slot node's are");
+_Static_assert(sizeof(((ff_pair_node_layout *)0)->slotWords) == 2 * sizeof(uintptr_t),
+               "a pair node's slot is two words");
+// 64-bit: 56 bytes, malloc's 64-byte class (a request of n bytes takes a chunk of n + 8 rounded
+// up to 16). (32-bit: Swift allocates 40 bytes against a slot node's 44, 16-byte aligned; C's
+// `sizeof` rounds both up to their alignment, 48: scripts/layout-check reads Swift's sizes.)
+_Static_assert(FF_32_BIT == 1 || sizeof(ff_pair_node_layout) == 56,
+               "64-bit: a pair node changed layout (56 bytes: malloc's 64-byte class)");
 
 /// Where the words are from a future's stored properties (`_Layout.futureWordsOffset`): from
 /// `FF_FUTURE_WORDS_OFFSET`, less the header that `_getUnsafePointerToStoredProperties` skips.

@@ -3,9 +3,11 @@
 // - the embedded node - no object: three fields of the future (`_FutureWords.embeddedNext`,
 //   `embeddedFire`, `embeddedSlot`), for its first registration that runs inline and fits in
 //   three words, without an allocation;
-// - `_SlotNode`, a slot node - a registration of three words or less, kept in raw words (the
-//   embedded node's slot, in an object of its own): non-generic, for when the embedded node is
-//   taken;
+// - `_PairNode` and `_SlotNode`, the slot nodes - a registration of two words or less (a pair
+//   node: 56 bytes, malloc's 64-byte class) or of three (a `_SlotNode`: 64 bytes, the 80-byte
+//   class), kept in raw words (the embedded node's slot, in an object of its own): non-generic,
+//   for when the embedded node is taken; the same fields, the slot at the same offset, one fire
+//   function and one deinit for both;
 // - `_Node<R>`, a typed node - a registration too large for a slot (one that hops to a stored
 //   executor), kept as a typed stored property;
 // - `_CallbackNode`, their base class: the stack link, the interest byte, the armed flag (the
@@ -20,10 +22,12 @@
 ///
 /// A node holds one registration (see `_Registration`): one registration costs exactly one
 /// allocation and no wrapper closure. A registration that fits in three words (every `.inline`
-/// one, and cancel handlers) is kept in raw words in a `_SlotNode`, a non-generic class; a larger
-/// one (a callback or step that hops to a stored executor) in a `_Node<R>`. The future's embedded
-/// node (see `_FutureWords.embeddedNext`) holds the same registrations as a `_SlotNode`, without
-/// an allocation; `Future._register(_:)` chooses among the three.
+/// one, and cancel handlers) is kept in raw words in a slot node, a non-generic class: a
+/// `_PairNode` if it fits in two (an `.inline` callback, a cancel handler, a forward, a
+/// combinator's input), else a `_SlotNode`; a larger one (a callback or step that hops to a
+/// stored executor) in a `_Node<R>`. The future's embedded node (see `_FutureWords.embeddedNext`)
+/// holds the same registrations as a `_SlotNode`, without an allocation; `Future._register(_:)`
+/// chooses among them (`_Registration._makeNode`).
 ///
 /// - Note: `@unchecked Sendable` because a node has exactly one owner at a time, and ownership
 ///   moves between threads only through synchronizing operations: the registering thread until
@@ -41,11 +45,12 @@ internal class _CallbackNode: @unchecked Sendable {
     /// when the future completes any other way.
     @usableFromInline final let _interest: UInt8
     /// 0 while the node is disarmed; else the form of the fire word in `_fireWords` (`_FireForm`:
-    /// a function entry or a `_FireFunction` metatype), which the node holds (and, a `_SlotNode`,
+    /// a function entry or a `_FireFunction` metatype), which the node holds (and, a slot node,
     /// its registration in its slot) from the init, or a `flatMap` step's re-arming (see
     /// `_Step`), until its runner takes the word out to run it (`_disarm`). A node released armed
     /// never ran: its deinit destroys what it holds. Kept in the padding after `_interest`, so
-    /// that a slot node is 64 bytes (malloc's 80-byte class).
+    /// that a `_SlotNode` is 64 bytes (malloc's 80-byte class) and a `_PairNode` 56 (its 64-byte
+    /// class).
     @usableFromInline @exclusivity(unchecked) final var _armedForm: UInt8
     /// What running this node does (a fire word: see `_FireBox`; called with the node's address
     /// as its holder), in raw memory while `_isArmed`: a word with nothing to retain or release,
@@ -129,21 +134,91 @@ internal class _CallbackNode: @unchecked Sendable {
         _FireBox.call(fire.word, form: fire.form, _rawField(at: 0), source)
     }
 
-    /// This node as a `_SlotNode`, if it is one (else it is a `_Node<R>`): its kind read from the
-    /// object itself (its class, one load and compare: `_SlotNode` is final), for code that
-    /// re-arms a node it was handed (`_Step._follow`).
+    // MARK: Slot nodes
+    //
+    // `_PairNode` and `_SlotNode` differ only in their slot's size: the slot is at the same
+    // offset (`_Layout.slotNodeSlotOffset`), so the code that reaches it - the fire function
+    // (`_Registration._fireSlotNode`), the refill, the deinit - is written once, here, against
+    // the node's address.
+
+    /// How many bytes this node's slot holds, read from the object itself (its class, a load
+    /// and up to two compares: both slot node classes are final): a `_SlotNode`'s three words, a
+    /// `_PairNode`'s two, or 0 for a `_Node<R>`, whose registration is a typed stored property.
+    /// For code that re-arms a node it was handed (`_Step._follow`), and asserts. `_SlotNode`
+    /// first: a `flatMap` step (three words) is in one, and re-arms it with one compare, as
+    /// before there were two slot nodes.
     @inlinable
-    final var _asSlotNode: _SlotNode? {
-        type(of: self) == _SlotNode.self ? unsafeDowncast(self, to: _SlotNode.self) : nil
+    final var _slotCapacity: Int {
+        let kind = type(of: self)
+        if kind == _SlotNode.self { return MemoryLayout<_EmbeddedSlot>.size }
+        if kind == _PairNode.self { return MemoryLayout<_PairSlot>.size }
+        return 0
     }
 
-    /// Where the node's registration is, from its address: a `_SlotNode`'s slot, or a
-    /// `_Node`'s registration, which Swift lays out at the first offset past this class's fields
-    /// that is a multiple of its alignment - `_SlotNode.slotOffset` for every registration no
-    /// more aligned than a word (or, on 32-bit targets, than the fire word's 16 bytes), further
-    /// for one that is (a step on a user's executor that holds a `SIMD4<Float>`, say). Read by a
-    /// forwarded cancellation's scan (see `_FutureCore.stackWants`), never on a hot path.
-    class var _registrationOffset: Int { _SlotNode.slotOffset }
+    /// Whether a registration of type `R` fits in this node's slot (its capacity, and a word's
+    /// alignment: both slots are words).
+    @inlinable
+    final func _slotFits<R>(_: R.Type) -> Bool {
+        MemoryLayout<R>.size <= _slotCapacity && MemoryLayout<R>.alignment <= MemoryLayout<UInt>.alignment
+    }
+
+    /// A slot node's registration's storage (owned by the node's owner): a `_PairNode`'s or a
+    /// `_SlotNode`'s `_slotWords`, at the same offset (see `_Layout.slotNodeSlotOffset`).
+    @inlinable
+    final var _slot: UnsafeMutableRawPointer { _rawField(at: _Layout.slotNodeSlotOffset) }
+
+    /// Puts `registration` in the empty slot of this disarmed slot node and arms it to run it.
+    /// Called by the node's owner: a `flatMap` step whose node ran and now follows its inner
+    /// future (the push that follows publishes the change). The registration must fit in *this*
+    /// node's slot (a `_PairNode`'s two words, a `_SlotNode`'s three).
+    @inlinable
+    final func _refill<R: _Registration>(with registration: consuming R) {
+        assert(_slotFits(R.self), "FastFuture: refilled a slot node with a registration too large for it")
+        _fillSlot(with: registration)
+        _arm(_FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
+    }
+
+    /// Writes `registration` into the empty slot (the init's and the refill's one store).
+    @inlinable @inline(__always)
+    final func _fillSlot<R: _Registration>(with registration: consuming R) {
+        _exploreWrite(_slot)
+        _slot.initializeMemory(as: R.self, to: registration)
+    }
+
+    /// A slot node's deinit (both classes'): an armed node never ran - its future was dropped
+    /// pending, or it is a cancel handler that can never run - and destroys its registration
+    /// through its fire function, with no future. `armedOutOfLine`: that case is called out of
+    /// line (`_destroyUnrun`) rather than inlined.
+    ///
+    /// `_SlotNode`'s deinit calls it out of line, `_PairNode`'s inline: two deinits that differ
+    /// only in the instance size they free are merged by the compiler's function merging (Swift's
+    /// LLVM pass that parameterizes the constants of calls, loads and stores) into one function
+    /// behind a thunk - 10 instructions more per node, measured (S4 505 -> 514 per callback). The
+    /// call keeps them apart at no cost to a node that ran (the test of the armed form is inline in
+    /// both); only a `_SlotNode` released armed pays a call.
+    @inlinable @inline(__always)
+    final func _deinitSlotNode(armedOutOfLine: Bool) {
+        _exploreFree(_fireField)
+        _exploreFree(_slot)
+        if _isArmed {
+            if armedOutOfLine { _destroyUnrun() } else { _fire(nil) }
+        }
+    }
+
+    /// Destroys the registration of an armed node that never ran (`_deinitSlotNode`'s call).
+    @usableFromInline @inline(never)
+    final func _destroyUnrun() {
+        _fire(nil)
+    }
+
+    /// Where the node's registration is, from its address: a slot node's slot (a `_PairNode`'s
+    /// or a `_SlotNode`'s, at the same offset), or a `_Node`'s registration, which Swift lays out
+    /// at the first offset past this class's fields that is a multiple of its alignment -
+    /// `_Layout.slotNodeSlotOffset` for every registration no more aligned than a word (or, on
+    /// 32-bit targets, than the fire word's 16 bytes), further for one that is (a step on a
+    /// user's executor that holds a `SIMD4<Float>`, say). Read by a forwarded cancellation's scan
+    /// (see `_FutureCore.stackWants`), never on a hot path.
+    class var _registrationOffset: Int { _Layout.slotNodeSlotOffset }
 
     // MARK: Lists
     //
@@ -282,7 +357,9 @@ internal class _CallbackNode: @unchecked Sendable {
 /// is still armed) destroys it from the deinit, through `fire` with no future.
 ///
 /// The slot is `_CallbackNode`'s last field plus three words: at a fixed offset from the object
-/// (`slotOffset`, from the C mirror of this layout: see `_Layout`).
+/// (`_Layout.slotNodeSlotOffset`, from the C mirror of this layout: see `_Layout`). 64 bytes on
+/// 64-bit targets (malloc's 80-byte chunk); a registration of two words or less goes in a
+/// `_PairNode` instead, the same node with a slot a word shorter.
 // Unchecked: one owner at a time (see _CallbackNode)
 @usableFromInline
 internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
@@ -290,37 +367,56 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
 
     @inlinable
     init<R: _Registration>(_ registration: consuming R) {
+        assert(R._fitsInSlot, "FastFuture: a registration too large for a slot node")
         self._slotWords = (0, 0, 0)
         super.init(
             interest: R._interest, fire: _FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
-        _exploreWrite(_slot)
-        _slot.initializeMemory(as: R.self, to: registration)
+        _fillSlot(with: registration)
     }
 
     /// Where `_slotWords` is, from the object's address (see `_Layout.slotNodeSlotOffset`).
     @inlinable
     static var slotOffset: Int { _Layout.slotNodeSlotOffset }
 
-    /// The registration's storage (owned by the node's owner).
     @inlinable
-    var _slot: UnsafeMutableRawPointer { _rawField(at: Self.slotOffset) }
+    deinit {
+        _deinitSlotNode(armedOutOfLine: true)
+    }
+}
 
-    /// Puts `registration` in the empty slot of this disarmed node and arms it to run it. Called
-    /// by the node's owner: a `flatMap` step whose node ran and now follows its inner future (the
-    /// push that follows publishes the change).
+/// The slot of a `_PairNode`: two words.
+@usableFromInline
+internal typealias _PairSlot = (UInt, UInt)
+
+/// A `_SlotNode` with a slot of two words: for a registration of two words or less - an
+/// `.inline` callback (its closure), an `onCancel` handler, a `flatMap`'s forward, a
+/// combinator's input - which is most of them. 56 bytes on 64-bit targets, malloc's 64-byte
+/// chunk where a `_SlotNode` takes an 80-byte one: a completer that walks tens of thousands of
+/// pending callbacks reads a fifth less memory (see bench-results/losses.md, "S4 under
+/// contention"). On 32-bit targets it is 40 bytes against 44 (both allocated 16-byte aligned).
+///
+/// Everything but the slot's size is `_SlotNode`'s: the fields, the slot's offset
+/// (`_Layout.slotNodeSlotOffset`), the fire function (`_Registration._fireSlotNode`), the
+/// refill and the deinit (`_CallbackNode`'s slot node section). `_Registration._makeNode`
+/// chooses between the two by the registration's size, a constant once specialized.
+// Unchecked: one owner at a time (see _CallbackNode)
+@usableFromInline
+internal final class _PairNode: _CallbackNode, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) final var _slotWords: _PairSlot
+
     @inlinable
-    func _refill<R: _Registration>(with registration: consuming R) {
-        assert(R._fitsInSlot, "FastFuture: refilled a slot node with a registration too large for it")
-        _exploreWrite(_slot)
-        _slot.initializeMemory(as: R.self, to: registration)
-        _arm(_FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
+    init<R: _Registration>(_ registration: consuming R) {
+        // A larger registration would write past the object's end.
+        assert(R._fitsInPair, "FastFuture: a registration too large for a pair node")
+        self._slotWords = (0, 0)
+        super.init(
+            interest: R._interest, fire: _FireBox.word({ R._fireSlotNode($0, $1) }, orElse: _SlotNodeFire<R>.self))
+        _fillSlot(with: registration)
     }
 
     @inlinable
     deinit {
-        _exploreFree(_fireField)
-        _exploreFree(_slot)
-        if _isArmed { _fire(nil) }
+        _deinitSlotNode(armedOutOfLine: false)
     }
 }
 
@@ -345,11 +441,11 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
         _exploreFree(_fireField)
     }
 
-    /// `_SlotNode.slotOffset` rounded up to the registration's alignment (see
+    /// `_Layout.slotNodeSlotOffset` rounded up to the registration's alignment (see
     /// `_CallbackNode._registrationOffset`; LayoutTests checks it against the runtime's layout).
     override class var _registrationOffset: Int {
         let mask = MemoryLayout<R>.alignment - 1
-        return (_SlotNode.slotOffset + mask) & ~mask
+        return (_Layout.slotNodeSlotOffset + mask) & ~mask
     }
 
     /// This node's fire function (see `_FireBox`).
@@ -382,7 +478,7 @@ internal final class _Node<R: _Registration>: _CallbackNode, @unchecked Sendable
 ///   caller holds it for the call). **`nil` means destroy**: the registration is released without
 ///   running (its future died pending, or a heap node is released armed).
 ///
-/// Either way a registration kept in raw words (the embedded slot, a `_SlotNode`'s) is moved out
+/// Either way a registration kept in raw words (the embedded slot, a slot node's) is moved out
 /// of them, which are raw memory again; a `_Node`'s stays in the node and goes with it.
 ///
 /// A fire word is one of two things, and its form (`_FireForm`) says which:
@@ -482,7 +578,8 @@ internal final class _EmbeddedFire<R: _Registration>: _FireFunction {
     }
 }
 
-/// `R._fireSlotNode`, a slot node's fire function, as a class method (see `_FireBox`).
+/// `R._fireSlotNode`, a slot node's fire function (a `_PairNode`'s or a `_SlotNode`'s), as a
+/// class method (see `_FireBox`).
 @usableFromInline
 internal final class _SlotNodeFire<R: _Registration>: _FireFunction {
     @inlinable

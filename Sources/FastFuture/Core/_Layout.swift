@@ -2,7 +2,7 @@ import AtomicsShim
 
 /// The layout assumptions the core makes about Swift objects: where the fields it reaches as raw
 /// memory are. The offsets come from the C layout in AtomicsShim.h (`ff_future_words`, and
-/// `ff_slot_node_layout`, a mirror of a slot node), where `offsetof` computes them and static
+/// `ff_slot_node_layout` and `ff_pair_node_layout`, mirrors of the two slot nodes), where `offsetof` computes them and static
 /// assertions check them for every target the package builds for; `LayoutTests` (at run time, on
 /// the host) and `scripts/layout-check` (in the IR, for 32-bit and 64-bit targets) check that the
 /// Swift compiler lays the classes out the same way.
@@ -25,8 +25,9 @@ internal enum _Layout {
     @inlinable
     static var nodeFireOffset: Int { ff_node_fire_offset() }
 
-    /// Where a slot node's registration (`_SlotNode._slotWords`) is, from the node's address:
-    /// after the fire word (one word; 16 bytes with its alignment on 32-bit targets).
+    /// Where a slot node's registration (`_SlotNode._slotWords`, and `_PairNode._slotWords` at
+    /// the same offset) is, from the node's address: after the fire word (one word; 16 bytes with
+    /// its alignment on 32-bit targets).
     @inlinable
     static var slotNodeSlotOffset: Int { ff_slot_node_slot_offset() }
 

@@ -43,6 +43,15 @@ extension _Registration {
             && MemoryLayout<Self>.alignment <= MemoryLayout<_EmbeddedSlot>.alignment
     }
 
+    /// Whether a value of this type fits in a `_PairNode`'s two-word slot (folded to a constant
+    /// when specialized): most registrations - an `.inline` callback, a cancel handler, a
+    /// forward, a combinator's input.
+    @inlinable
+    static var _fitsInPair: Bool {
+        MemoryLayout<Self>.size <= MemoryLayout<_PairSlot>.size
+            && MemoryLayout<Self>.alignment <= MemoryLayout<_PairSlot>.alignment
+    }
+
     /// The embedded node's fire function for this kind (see `_FireBox`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
     /// or, if `source` is `nil`, drops it. Stored as a closure literal that calls it (see
@@ -57,20 +66,24 @@ extension _Registration {
 }
 
 extension _Registration {
-    /// A heap node holding `registration`: a `_SlotNode` if it fits in the slot, else a `_Node`.
-    /// (A step that reuses its node, `_Step._follow`, asks the node which it is: `_asSlotNode`.)
+    /// A heap node holding `registration`: a `_PairNode` if it fits in two words, else a
+    /// `_SlotNode` if it fits in three, else a `_Node` (the tests are constants once specialized:
+    /// one allocation of the class chosen). A step that reuses its node (`_Step._follow`) asks
+    /// the node what it is (`_slotCapacity`).
     @inlinable @inline(__always)
     static func _makeNode(_ registration: consuming Self) -> _CallbackNode {
+        if _fitsInPair { return _PairNode(registration) }
         if _fitsInSlot { return _SlotNode(registration) }
         return _Node(registration)
     }
 
-    /// A `_SlotNode`'s fire function for this kind (see `_FireBox`; its runner disarmed the node
-    /// to call it, and holds it for the call): moves the registration out of the node's slot,
-    /// then runs it with the result of `future` (the complete source), or, with `nil`, drops it.
+    /// A slot node's fire function for this kind (a `_PairNode`'s or a `_SlotNode`'s: their slot
+    /// is at the same offset; see `_FireBox`; its runner disarmed the node to call it, and holds
+    /// it for the call): moves the registration out of the node's slot, then runs it with the
+    /// result of `future` (the complete source), or, with `nil`, drops it.
     @inlinable @inline(__always)
     static func _fireSlotNode(_ holder: UnsafeMutableRawPointer, _ future: UnsafeRawPointer?) {
-        Unmanaged<_SlotNode>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
+        Unmanaged<_CallbackNode>.fromOpaque(holder)._withUnsafeGuaranteedRef { node in
             _exploreRead(node._slot)
             let registration = node._slot.assumingMemoryBound(to: Self.self).move()
             guard let future else { return }

@@ -62,8 +62,8 @@ import AtomicsShim
 ///                                                                       once a run or release walks past it
 ///     a heap node's `_fireWords`              a fire word               `_isArmed` (init or re-arm, until the
 ///                                                                       node's runner disarms it to run it)
-///     a `_SlotNode`'s `_slotWords`            a registration            `_isArmed` (moved out by the fire
-///                                                                       function)
+///     a slot node's `_slotWords`              a registration            `_isArmed` (moved out by the fire
+///     (`_PairNode`, `_SlotNode`: one offset)                            function)
 ///     a waiter slot (`_WaiterList`)           a waiter                  see `_WaiterList`'s invariant
 ///
 /// The offsets of the raw fields come from the C layout (`_Layout`); a fire word holds the rule

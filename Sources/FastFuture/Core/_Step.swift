@@ -109,13 +109,14 @@ internal struct _Step<Body: _StepBody, Executor: FutureExecutor>: _Registration 
         if let node {
             // The node is this thread's until it is pushed again (the push publishes the change);
             // its runner disarmed it to run this step. The node's own kind says how to re-arm it
-            // (not the choice `_makeNode` made, elsewhere): it ran this step, so it is a
-            // `_SlotNode`, or else a `_Node<Self>` (the only fire functions that pass a node to
-            // `run` are `_fireSlotNode`'s and `_Node._fireNode`'s, which passes its own `R`'s). A
-            // slot node's registration was moved out when it ran: the forward takes its place. A
+            // (not the choice `_makeNode` made, elsewhere): it ran this step, so it is a slot
+            // node (`_PairNode` or `_SlotNode`), or else a `_Node<Self>` (the only fire functions
+            // that pass a node to `run` are `_fireSlotNode`'s and `_Node._fireNode`'s, which
+            // passes its own `R`'s). A slot node's registration was moved out when it ran: the
+            // forward (one word: it fits either slot, which `_refill` asserts) takes its place. A
             // `_Node` keeps its step, whose `derived` the forward reads.
-            if let slotNode = node._asSlotNode {
-                slotNode._refill(with: _Forward(derived: derived))
+            if node._slotCapacity != 0 {
+                node._refill(with: _Forward(derived: derived))
             } else {
                 node._arm(_FireBox.word({ Self._fireForward($0, $1) }, orElse: _ForwardFire<Body, Executor>.self))
             }

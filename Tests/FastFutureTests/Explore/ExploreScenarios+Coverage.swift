@@ -16,7 +16,7 @@
         ]
 
         /// Callbacks on three executors other than `.inline` race the publish: a zero-size
-        /// synchronous executor (the callback fits a `_SlotNode`), a two-word synchronous one (a
+        /// synchronous executor (the callback fits a `_PairNode`), a two-word synchronous one (a
         /// generic `_Node`, fired through its own function) and a hop that the scenario's third
         /// thread runs (the work handed over as an executor does). Each runs once with the value,
         /// the two synchronous ones in registration order, the hop on the thread that drains it.
@@ -28,8 +28,8 @@
             let hops = ExploreHops()
             run.watch(future, "future")
             log.expect(
-                _Callback<_WhenComplete<ExplorePayload>, ExploreSyncExecutor>._fitsInSlot,
-                "the zero-size executor's callback is not in a slot node")
+                _Callback<_WhenComplete<ExplorePayload>, ExploreSyncExecutor>._fitsInPair,
+                "the zero-size executor's callback is not in a pair node")
             log.expect(
                 !_Callback<_WhenComplete<ExplorePayload>, ExploreWideExecutor>._fitsInSlot,
                 "the wide executor's callback fits a slot")
@@ -269,7 +269,7 @@
     >
 
     /// A synchronous executor with no stored property: not `.inline`, so a callback takes a node,
-    /// and one that fits three words (a `_SlotNode`).
+    /// and one that fits two words (a `_PairNode`).
     struct ExploreSyncExecutor: FutureExecutor {
         func execute(_ work: @escaping @Sendable () -> Void) { work() }
     }
