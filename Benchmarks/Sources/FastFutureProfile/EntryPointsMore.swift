@@ -22,7 +22,9 @@ import FastFuture
 //   actorAll        inside an actor's method: `Future.all(_:maxConcurrent: 2, on: self)` over 4
 //                   makers of complete futures, then `try await value`; called from a task
 //   mainActorRun    `Future.run(on: .mainActor) { i }`, then `wait()` from a thread that is not
-//                   the main one
+//                   the main one (tasks: `await MainActor.run { i }` in a task)
+//   mainActorRunAwait  `try await Future.run(on: .mainActor) { i }.value` in a task: the same
+//                   hop as `mainActorRun`'s tasks, written with FastFuture
 //   cancelMap       a promise's future mapped, then the mapped future cancelled (the cancellation
 //                   forwarded to the source, which it cancels)
 //   cancelRace      `Future.race` of two promises' futures, then the race's future cancelled (the
@@ -97,12 +99,17 @@ func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int
             promise.succeed(index)
             guard case .success(index)? = timed.peek() else { fail("timeoutClock: not complete") }
         }
-    case ("mainActorRun", let variant?):
+    case ("mainActorRun", _), ("mainActorRunAwait", _):
+        let kind: MainActorHop.Kind
+        switch (mode, variant) {
+        case ("mainActorRunAwait", let variant?): kind = .await(variant)
+        case ("mainActorRunAwait", nil): fail("mainActorRunAwait: lockFree or locked")
+        case (_, let variant?): kind = .wait(variant)
+        case (_, nil): kind = .mainActorRun
+        }
+        let hops = MainActorHop(kind)
         onMainQueueDrained {
-            for index in 0..<iterations {
-                let run = Future.run(on: .mainActor, variant: variant) { index }
-                guard (try? run.wait()) == index else { fail("mainActorRun: wrong value") }
-            }
+            hops.run(iterations)
         }
     case ("cancelMap", let variant?):
         for _ in 0..<iterations {
@@ -136,7 +143,99 @@ func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int
             guard case .failure? = delayed.peek() else { fail("succeededAfter: not cancelled") }
         }
     default:
-        fail("\(mode): lockFree, locked\(["mainActorMap", "actorMap"].contains(mode) ? " or tasks" : "")")
+        let tasks = ["mainActorMap", "actorMap", "mainActorRun"].contains(mode)
+        fail("\(mode): lockFree, locked\(tasks ? " or tasks" : "")")
+    }
+}
+
+/// A body handed from a thread that is not the main one to the main actor, and its value
+/// back: FastFuture's `Future.run(on: .mainActor)` waited for by a thread or awaited by a task,
+/// or structured concurrency's `await MainActor.run { }` in a task. Runs while the main thread
+/// drains the main queue (`onMainQueueDrained`).
+struct MainActorHop: Sendable {
+    enum Kind: Sendable, CustomStringConvertible {
+        case wait(FutureVariant), await(FutureVariant), mainActorRun
+
+        var description: String {
+            switch self {
+            case .wait(let variant): "run(on: .mainActor) + wait() \(variant)"
+            case .await(let variant): "run(on: .mainActor) + await value \(variant)"
+            case .mainActorRun: "await MainActor.run"
+            }
+        }
+    }
+
+    let kind: Kind
+
+    init(_ kind: Kind) { self.kind = kind }
+
+    /// `iterations` hops, one after another; returns when the last value is back.
+    func run(_ iterations: Int) {
+        switch kind {
+        case .wait(let variant):
+            for index in 0..<iterations {
+                let run = Future.run(on: .mainActor, variant: variant) { index }
+                guard (try? run.wait()) == index else { fail("mainActorRun: wrong value") }
+            }
+        case .await(let variant):
+            inDetachedTask {
+                for index in 0..<iterations {
+                    let value = try? await Future.run(on: .mainActor, variant: variant) { index }.value
+                    if value != index { fail("mainActorRunAwait: wrong value") }
+                }
+            }
+        case .mainActorRun:
+            inDetachedTask {
+                for index in 0..<iterations {
+                    let value = await MainActor.run { index }
+                    if value != index { fail("mainActorRun: wrong value") }
+                }
+            }
+        }
+    }
+
+    /// Runs `body` in a detached task and blocks this (non-cooperative) thread until it returns.
+    private func inDetachedTask(_ body: @escaping @Sendable () async -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await body()
+            done.signal()
+        }
+        done.wait()
+    }
+}
+
+/// Times every kind of `MainActorHop` (both variants) in one process, alternating (the order
+/// reversed every other round), `hops` hops per sample after an untimed warm-up of each: p10 and
+/// median nanoseconds per hop, and the ratios to `await MainActor.run`.
+func mainActorHopTimes(rounds: Int, hops: Int) -> Never {
+    let kinds: [MainActorHop] = [
+        MainActorHop(.wait(.lockFree)), MainActorHop(.wait(.locked)), MainActorHop(.await(.lockFree)),
+        MainActorHop(.await(.locked)), MainActorHop(.mainActorRun),
+    ]
+    onMainQueueDrained {
+        let clock = ContinuousClock()
+        for hop in kinds { hop.run(hops) }
+        var samples: [[Double]] = Array(repeating: [], count: kinds.count)
+        for round in 0..<rounds {
+            let order = round % 2 == 0 ? Array(kinds.indices) : Array(kinds.indices.reversed())
+            for kind in order {
+                let elapsed = clock.measure { kinds[kind].run(hops) }
+                let ns = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+                samples[kind].append(ns / Double(hops))
+            }
+        }
+        func format(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
+        let sorted = samples.map { $0.sorted() }
+        let baseline = sorted[kinds.count - 1]
+        for kind in kinds.indices {
+            let p10 = sorted[kind][rounds / 10]
+            let median = sorted[kind][rounds / 2]
+            print(
+                "mainActorRun \(kinds[kind].kind): p10 \(format(p10)) ns/hop, median \(format(median)) ns/hop;"
+                    + " / await MainActor.run: p10 \(format(p10 / baseline[rounds / 10]))x,"
+                    + " median \(format(median / baseline[rounds / 2]))x (\(rounds) rounds of \(hops), alternating)")
+        }
     }
 }
 

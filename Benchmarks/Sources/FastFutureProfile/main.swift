@@ -472,12 +472,14 @@ let usage =
     + " | FastFutureProfile <mainActorMap|actorMap> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <actorRetry|actorAll> <lockFree|locked> [iterations]"
-    + " | FastFutureProfile <mainActorRun|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
+    + " | FastFutureProfile mainActorRun <lockFree|locked|tasks> [iterations]"
+    + " | FastFutureProfile <mainActorRunAwait|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <cycleWalk|cycleWalkRetry> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
+    + " | FastFutureProfile times mainActorRun [rounds] [hops]"
     + " | FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds]"
     + " | FastFutureProfile times S4pending [rounds] [S4,S4c,S4p,S4e] [1,2,4,16] [lockFree,locked,reference,padded,padded56] [csv path]"
 let arguments = CommandLine.arguments
@@ -507,6 +509,11 @@ if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves",
 if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves" {
     s4HalvesTimes(half: arguments[3], rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11)
     exit(0)
+}
+if arguments.count >= 3, arguments[1] == "times", arguments[2] == "mainActorRun" {
+    mainActorHopTimes(
+        rounds: arguments.count > 3 ? Int(arguments[3]) ?? 51 : 51,
+        hops: arguments.count > 4 ? Int(arguments[4]) ?? 2_000 : 2_000)
 }
 if arguments.count >= 3, arguments[1] == "times" {
     times(
@@ -568,10 +575,13 @@ case ("mainActorMap", _), ("actorMap", _), ("retry", _), ("boundedAll", _), ("ti
     moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
 case ("actorRetry", "nio"), ("actorAll", "nio"), ("actorRetry", "tasks"), ("actorAll", "tasks"): fail(usage)
 case ("actorRetry", _), ("actorAll", _): moreEntryPoint(arguments[1], variant, iterations)
-case ("mainActorRun", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"), ("firstMapped", "nio"),
-    ("mainActorRun", "tasks"), ("cancelMap", "tasks"), ("cancelRace", "tasks"), ("firstMapped", "tasks"):
+case ("mainActorRun", "nio"), ("mainActorRunAwait", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"),
+    ("firstMapped", "nio"), ("mainActorRunAwait", "tasks"), ("cancelMap", "tasks"), ("cancelRace", "tasks"),
+    ("firstMapped", "tasks"):
     fail(usage)
-case ("mainActorRun", _), ("cancelMap", _), ("cancelRace", _), ("firstMapped", _):
+case ("mainActorRun", _):
+    moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
+case ("mainActorRunAwait", _), ("cancelMap", _), ("cancelRace", _), ("firstMapped", _):
     moreEntryPoint(arguments[1], variant, iterations)
 case ("cycleWalk", "nio"), ("cycleWalkRetry", "nio"), ("cycleWalk", "tasks"), ("cycleWalkRetry", "tasks"):
     fail(usage)
