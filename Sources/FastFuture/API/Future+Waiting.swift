@@ -96,15 +96,19 @@ extension Future {
             // Inlinable, so that a complete future's result is read at the caller's value type:
             // an unspecialized read looks up `Result<Value, any Error>`'s metadata at run time.
             if let result = peek() { return try result.get() }
-            return try await _pendingValue()
+            // The waiter is made here too, at the caller's value type: its metadata then comes
+            // from the caller's cache. Made in `_pendingValue` (not specialized), it was looked
+            // up at every await of a pending future (`swift_getGenericMetadata`, about 320
+            // instructions).
+            return try await _pendingValue(_AsyncWaiter<Value>())
         }
     }
 
-    /// `value` of a future that was pending when it looked: registers a waiter and suspends.
+    /// `value` of a future that was pending when it looked: registers `waiter` (new, made by
+    /// the caller) and suspends.
     @usableFromInline
-    internal func _pendingValue() async throws -> Value {
+    internal func _pendingValue(_ waiter: _AsyncWaiter<Value>) async throws -> Value {
         let core = _core
-        let waiter = _AsyncWaiter<Value>()
         var slot: _WaiterList.Slot?
         defer {
             // After a cancellation (or a resumption) the slot may still hold the waiter: free it.

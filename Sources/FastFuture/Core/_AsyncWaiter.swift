@@ -9,6 +9,7 @@ import AtomicsShim
 ///
 /// - Note: `@unchecked Sendable`: `continuation` is written once, before the release-CAS to
 ///   INSTALLED, and read only by the single winner of the acquire-CAS INSTALLED → RESUMED.
+@usableFromInline
 internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable {
     // ORDER MATTERS: `_word` must be the first stored property (see `Future._words`); the
     // superclass `_Waiter` has none.
@@ -20,6 +21,8 @@ internal final class _AsyncWaiter<Value: Sendable>: _Waiter, @unchecked Sendable
     private static var installed: UInt { 2 }
     private static var resumed: UInt { 3 }
 
+    /// Usable from inline: `Future.value` makes the waiter at its caller's value type.
+    @usableFromInline
     override init() {
         _word = ff_atomic_word_make(Self.empty)
     }

@@ -98,6 +98,12 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// The groups that the drains running now took, outermost first (on the domain only): what a
     /// drain nested in a body finds not run yet (see the type's comment, "Nested").
     private var inFlight: [_IsolatedGroup] = []
+    /// The buffer of the batch the last drain took, emptied (on the domain only, like
+    /// `inFlight`): what `ready` gets when the next drain takes it, so that the completion after
+    /// that appends to a buffer with room instead of growing a new one (a malloc per hop to an
+    /// idle domain). Kept only up to `spareCapacityLimit` groups.
+    private var spareReady: [_IsolatedGroup] = []
+    private static var spareCapacityLimit: Int { 64 }
 
     init(submitDrain: (@Sendable () -> Void)? = nil) { self.submitDrain = submitDrain }
 
@@ -113,11 +119,14 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     @usableFromInline
     static let mainActor: _IsolatedQueue = {
         let queue = _IsolatedQueue()
-        queue.submitDrain = {
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { _ = _IsolatedQueue.mainActor.drain() }
-            }
-        }
+        // Both made once, not at every drain: `DispatchQueue.main` makes a new `DispatchQueue`
+        // object at each use on Linux (a malloc), and `async` copies a block made from a closure
+        // to the heap (`_Block_copy`, a malloc) - a heap block made already is only retained.
+        // The drain itself is not isolated (no `MainActor.assumeIsolated` around it, which
+        // allocates its closure's context): each main-actor body checks its isolation itself.
+        let main = DispatchQueue.main
+        let drain: @Sendable @convention(block) () -> Void = { _ = _IsolatedQueue.mainActor.drain() }
+        queue.submitDrain = { main.async(execute: drain) }
         return queue
     }()
 
@@ -268,21 +277,22 @@ internal final class _IsolatedQueue: @unchecked Sendable {
     /// - Returns: The number of bodies run.
     @discardableResult
     func drain() -> Int {
-        let (taken, kept) = lock.withLock { () -> ([_IsolatedGroup], _IsolatedQueue?) in
+        // `ready` is taken whole, and gets the last batch's emptied buffer (`spareReady`).
+        var taken = spareReady
+        spareReady = []
+        let kept = lock.withLock { () -> _IsolatedQueue? in
             #if DEBUG
                 readyFutures = []  // `ready`'s futures: `ready` is taken whole below
             #endif
             drainScheduled = false
-            defer {
-                keptForDrain = nil
-                ready = []
-            }
-            let taken = ready
+            defer { keptForDrain = nil }
+            swap(&ready, &taken)
             drains += 1
             bodiesDrained += taken.reduce(0) { $0 + $1.count }
-            return (taken, keptForDrain)
+            return keptForDrain
         }
         withExtendedLifetime(kept) {}  // the queue stays alive until its batch is taken
+        defer { keepAsSpare(&taken) }
         let outer = inFlight
         if outer.isEmpty, taken.count == 1 {
             inFlight = taken
@@ -306,6 +316,15 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         for group in taken { group.clear() }
         inFlight = outer
         return ran
+    }
+
+    /// After a drain (on the domain): empties `taken`, releasing its groups, and keeps its buffer
+    /// for the next drain to give `ready`, unless one is kept already (a nested drain's) or it
+    /// is larger than `spareCapacityLimit`.
+    private func keepAsSpare(_ taken: inout [_IsolatedGroup]) {
+        guard spareReady.capacity == 0, taken.capacity <= Self.spareCapacityLimit else { return }
+        taken.removeAll(keepingCapacity: true)  // in place: nothing else holds the buffer now
+        swap(&spareReady, &taken)
     }
 
     /// Runs every body that is ready, now, on the domain - and those that they make ready - until
@@ -697,10 +716,21 @@ extension _IsolatedQueue {
     ///     what a main-thread `wait()` for that future recognizes as work it starves (debug builds).
     @usableFromInline
     func submit(_ work: @escaping @Sendable () -> Void, completing future: AnyObject? = nil) {
+        _submit({ _ in work() }, completing: future)
+    }
+
+    /// `submit`, for work made as a group's body already (`Future.run(on: .mainActor)`'s, which
+    /// ignores the `nil` it is called with): no closure around it.
+    ///
+    /// - Parameters:
+    ///   - work: Runs on the domain, once, with `nil`.
+    ///   - future: The future `work` completes, if it is one (see `submit`).
+    @usableFromInline
+    func _submit(_ work: @escaping _IsolatedGroup.Body, completing future: AnyObject?) {
         let submit = lock.withLock { () -> Bool in
             let number = nextNumber
             nextNumber &+= 1
-            let group = _IsolatedGroup({ _ in work() }, number: number, consumer: false)
+            let group = _IsolatedGroup(work, number: number, consumer: false)
             return makeReady(group, of: future.map(ObjectIdentifier.init), source: nil)
         }
         if submit { submitDrain() }
