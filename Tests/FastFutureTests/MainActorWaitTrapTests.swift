@@ -1,5 +1,6 @@
 import Dispatch
 @testable import FastFuture
+import FastFutureTesting
 import Testing
 
 /// `wait()` on the main actor for a future that needs a main-actor body cannot return: debug
@@ -113,4 +114,29 @@ import Testing
         DispatchQueue.global().async { promise.succeed(7) }
         #expect(try promise.future.wait() == 7)
     }
+
+    #if DEBUG
+        /// The walk behind the check lists only futures: it ends at a combinator's state and at a
+        /// retry's delay timer in flight (objects without an upstream word), and steps through a
+        /// retry's driver to the attempt in flight.
+        @Test(arguments: FutureVariant.allCases)
+        func waitCheckWalksOnlyThroughFutures(variant: FutureVariant) {
+            func ids(_ objects: [AnyObject]) -> [ObjectIdentifier] { objects.map(ObjectIdentifier.init) }
+            let other = Promise<Int>(variant: variant)
+            let combined = Future.all([other.future])
+            let counted = combined.map { $0.count }
+            #expect(ids(_futuresWaitedOn(by: counted)) == ids([counted, combined]), "through all")
+            let clock = ManualClock()
+            let retried = Future<Int>.retry(attempts: 2, delay: .seconds(2), clock: clock, variant: variant) {
+                attempt in attempt == 1 ? .failed(CancellationError(), variant: variant) : other.future
+            }
+            let mapped = retried.map { $0 + 1 }
+            #expect(ids(_futuresWaitedOn(by: mapped)) == ids([mapped, retried]), "a retry waiting out its delay")
+            clock.advance(by: .seconds(2))
+            #expect(
+                ids(_futuresWaitedOn(by: mapped)) == ids([mapped, retried, other.future]), "a retry's attempt in flight")
+            other.succeed(1)
+            #expect(mapped.isComplete && counted.isComplete)
+        }
+    #endif
 }

@@ -4,8 +4,9 @@ import Testing
 
 /// A later registration goes in the smallest heap node that holds it - a `_PairNode` (56 bytes,
 /// two words of slot) for an `.inline` callback, a cancel handler, a forward, a combinator's input;
-/// a `_SlotNode` (64 bytes, three words) for a step or a callback on a one-word executor - and in
-/// either it runs once, or is dropped unrun, and is destroyed exactly once; a `flatMap` step
+/// a `_SlotNode` (64 bytes, three words) for a step or a callback on a one-word executor (or a
+/// one-byte one: 17 bytes); a typed `_Node` for one larger than three words or more aligned than
+/// a word - and in each it runs once, or is dropped unrun, and is destroyed exactly once; a `flatMap` step
 /// re-arms the node it ran in, of either size, to follow its inner future.
 ///
 /// A registration written into a node too small for it writes past the object's end: under
@@ -41,12 +42,34 @@ import Testing
         func execute(_ work: @escaping @Sendable () -> Void) { NodeBySizeLifetimeTests.queue.async(execute: work) }
     }
 
+    /// A one-byte executor: a callback on it is 17 bytes - one past a pair node's slot.
+    struct ByteHopExecutor: FutureExecutor {
+        let tag: UInt8
+
+        func execute(_ work: @escaping @Sendable () -> Void) { NodeBySizeLifetimeTests.queue.async(execute: work) }
+    }
+
+    /// A two-word executor: a callback on it is four words - one past a slot node's slot.
+    struct TwoWordHopExecutor: FutureExecutor {
+        let tag: (Int, Int)
+
+        func execute(_ work: @escaping @Sendable () -> Void) { NodeBySizeLifetimeTests.queue.async(execute: work) }
+    }
+
+    /// A 16-byte aligned executor: a callback on it is more aligned than either slot.
+    struct VectorHopExecutor: FutureExecutor {
+        let tag: SIMD4<Float>
+
+        func execute(_ work: @escaping @Sendable () -> Void) { NodeBySizeLifetimeTests.queue.async(execute: work) }
+    }
+
     /// A kind of registration made as a future's second one: the node class it must land in, how
     /// to register it (its body captures `tracked` and counts its runs in `runs`), how often it
     /// runs per outcome, and the outcomes it is checked with.
     struct Kind {
         let name: String
-        let node: AnyClass
+        /// `_PairNode`, `_SlotNode`, or `nil`: a typed `_Node<R>`.
+        let node: AnyClass?
         let register: (Promise<Int>, DeinitCounted, AtomicCount) -> Void
         let runs: (Outcome) -> Int
         var outcomes: [Outcome] = Outcome.allCases
@@ -158,7 +181,76 @@ import Testing
                         runs.increment()
                     }
                 }, runs: { $0 == .droppedPending ? 0 : 1 }),
+            // At the boundaries: 17 bytes (a slot node), 24 (a step on a zero-size executor: a
+            // slot node), 25 and 32 bytes and 16-byte alignment (a typed node).
+            Kind(
+                name: "a whenComplete on a one-byte hopping executor", node: _SlotNode.self,
+                register: { promise, tracked, runs in
+                    promise.future.whenComplete(on: ByteHopExecutor(tag: 9)) { _ in
+                        tracked.touch()
+                        runs.increment()
+                    }
+                }, runs: { $0 == .droppedPending ? 0 : 1 }),
+            Kind(
+                name: "a whenComplete on a two-word hopping executor", node: nil,
+                register: { promise, tracked, runs in
+                    promise.future.whenComplete(on: TwoWordHopExecutor(tag: (1, 2))) { _ in
+                        tracked.touch()
+                        runs.increment()
+                    }
+                }, runs: { $0 == .droppedPending ? 0 : 1 }),
+            Kind(
+                name: "a whenComplete on a 16-byte aligned hopping executor", node: nil,
+                register: { promise, tracked, runs in
+                    promise.future.whenComplete(on: VectorHopExecutor(tag: SIMD4(1, 2, 3, 4))) { _ in
+                        tracked.touch()
+                        runs.increment()
+                    }
+                }, runs: { $0 == .droppedPending ? 0 : 1 }),
+            Kind(
+                name: "an onCancel handler beneath another", node: _PairNode.self,
+                register: { promise, tracked, runs in
+                    promise.onCancel {
+                        tracked.touch()
+                        runs.increment()
+                    }
+                    promise.onCancel {}  // on top: the first handler is the second node down
+                }, runs: { $0 == .cancelled ? 1 : 0 }),
+            Kind(
+                name: "a map on a zero-size hopping executor", node: _SlotNode.self,
+                register: { promise, tracked, runs in
+                    _ = promise.future.map(on: HopExecutor()) { value in
+                        tracked.touch()
+                        runs.increment()
+                        return value + 1
+                    }
+                }, runs: { $0 == .succeeded ? 1 : 0 }, outcomes: [.succeeded, .cancelled]),
+            Kind(
+                name: "a map on a one-byte hopping executor", node: nil,
+                register: { promise, tracked, runs in
+                    _ = promise.future.map(on: ByteHopExecutor(tag: 1)) { value in
+                        tracked.touch()
+                        runs.increment()
+                        return value + 1
+                    }
+                }, runs: { $0 == .succeeded ? 1 : 0 }, outcomes: [.succeeded, .cancelled]),
+            Kind(
+                name: "a flatMap on a zero-size hopping executor", node: _SlotNode.self,
+                register: { promise, tracked, runs in
+                    let variant = promise.future.variant
+                    _ = promise.future.flatMap(on: HopExecutor()) { value in
+                        tracked.touch()
+                        runs.increment()
+                        return Future.succeeded(value + 1, variant: variant)
+                    }
+                }, runs: { $0 == .succeeded ? 1 : 0 }, outcomes: [.succeeded, .cancelled]),
         ]
+    }
+
+    /// Whether `node` is the class `expected` names (`nil`: a typed `_Node<R>`).
+    static func isExpected(_ node: AnyClass, _ expected: AnyClass?) -> Bool {
+        guard let expected else { return String(describing: node).hasPrefix("_Node<") }
+        return ObjectIdentifier(node) == ObjectIdentifier(expected)
     }
 
     /// The class of the heap node on top of `future`'s callback stack.
@@ -182,7 +274,9 @@ import Testing
                     weakFuture = promise.future
                     kind.register(promise, DeinitCounted(deaths), runs)
                     let node: AnyClass = try Self.topNodeClass(of: promise.future)
-                    #expect(ObjectIdentifier(node) == ObjectIdentifier(kind.node), "\(kind.name): in a \(node)")
+                    #expect(
+                        Self.isExpected(node, kind.node),
+                        "\(kind.name): in a \(node)")
                     #expect(deaths.load() == 0, "\(kind.name): destroyed before its future ended")
                     switch outcome {
                     case .succeeded: promise.succeed(1)

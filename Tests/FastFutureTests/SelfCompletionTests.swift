@@ -1,4 +1,5 @@
 import FastFuture
+import FastFutureTesting
 import Synchronization
 import Testing
 
@@ -247,5 +248,78 @@ struct SelfCompletionTests {
             #expect(pending == 0, "round \(round): a future of the ring is pending")
         }
         #expect(completions.load(ordering: .relaxed) == rounds * count, "a callback ran twice or never")
+    }
+
+    /// A cycle through two nested retries: a flatMap's body returns a retry whose attempt is
+    /// another retry, whose attempt (the first, or the second, made after the first failed)
+    /// waits on the flatMap's own future. The walk steps through both drivers to the attempt in
+    /// flight (from the flatMap's check, or from the inner retry's, which goes through the outer
+    /// driver).
+    @Test(arguments: FutureVariant.allCases, [1, 2])
+    func cycleThroughNestedRetriesFails(variant: FutureVariant, closingAttempt: Int) {
+        let source = Promise<Int>(variant: variant)
+        let slot = Slot<Int>()
+        let derived = source.future.flatMap { _ in
+            Future<Int>.retry(attempts: 2, variant: variant) { _ in
+                Future<Int>.retry(attempts: 3, variant: variant) { attempt in
+                    if attempt < closingAttempt { return .failed(Boom(), variant: variant) }
+                    return slot.future!.map { $0 + 1 }  // waits on `derived`
+                }
+            }
+        }
+        slot.future = derived
+        source.succeed(0)
+        expectCycleError(derived, "the flatMap whose nested retry's attempt \(closingAttempt) waits on it")
+        slot.future = nil
+    }
+
+    /// Nested retries whose attempts wait on another pending future are no cycle: the walk
+    /// through both drivers ends at a promise's future, and the flatMap gets the value.
+    @Test(arguments: FutureVariant.allCases, [1, 2])
+    func nestedRetriesWaitingElsewhereAreNoCycle(variant: FutureVariant, waitingAttempt: Int) throws {
+        let source = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        let derived = source.future.flatMap { _ in
+            Future<Int>.retry(attempts: 2, variant: variant) { _ in
+                Future<Int>.retry(attempts: 3, variant: variant) { attempt in
+                    if attempt < waitingAttempt { return .failed(Boom(), variant: variant) }
+                    return other.future.map { $0 + 1 }
+                }
+            }
+        }
+        source.succeed(0)
+        #expect(!derived.isComplete, "a false cycle")
+        other.succeed(41)
+        #expect(try derived.peek()?.get() == 42)
+    }
+
+    /// What a following future waits on through objects that are no futures - a combinator's
+    /// state, a timeout's driver, a retry waiting out its delay (a timer in flight) - is no
+    /// cycle: the walk ends at such an object (it has no upstream word to read), and the
+    /// flatMap gets the value.
+    @Test(arguments: FutureVariant.allCases, ["all", "timeout", "retry delay"])
+    func walkEndsAtObjectsThatAreNoFutures(variant: FutureVariant, through: String) throws {
+        let clock = ManualClock()
+        let source = Promise<Int>(variant: variant)
+        let other = Promise<Int>(variant: variant)
+        let inner: Future<Int>
+        switch through {
+        case "all": inner = Future.all([other.future]).map { $0[0] }
+        case "timeout": inner = other.future.timeout(after: .seconds(10), clock: clock)
+        default:
+            inner = Future<Int>.retry(attempts: 2, delay: .seconds(2), clock: clock, variant: variant) { attempt in
+                attempt == 1 ? .failed(Boom(), variant: variant) : other.future
+            }
+        }
+        let derived = source.future.flatMap { _ in inner }
+        let direct = source.future.flatMap { _ in Future.all([other.future]).map { $0[0] } }
+        source.succeed(0)  // the checks walk from `inner`: a timer in flight, for the retry
+        #expect(!derived.isComplete, "\(through): a false cycle")
+        #expect(!direct.isComplete, "a false cycle through a combinator")
+        clock.advance(by: .seconds(2))  // the retry's attempt 2
+        #expect(!derived.isComplete, "\(through): a false cycle")
+        other.succeed(7)
+        #expect(try derived.peek()?.get() == 7, "\(through)")
+        #expect(try direct.peek()?.get() == 7)
     }
 }
