@@ -257,6 +257,60 @@ struct IsolationTests {
         #expect(try await marker.value == ["5"])
     }
 
+    /// Every kind of body the main actor's queue runs - the main-actor overloads, the main actor
+    /// passed as an actor value, `.mainActor` passed generically, `Future.run(on: .mainActor)` -
+    /// runs on the main queue, whichever thread completes the future: the drain is not wrapped in
+    /// `MainActor.assumeIsolated`, so a drain run elsewhere would run the bodies that do not check
+    /// their isolation themselves (the actor-value ones) silently off the main actor.
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func everyMainActorQueueBodyRunsOnTheMainQueue(variant: FutureVariant) async throws {
+        _ = Self.mainQueueKey
+        let onMainQueue = LockedBox<[String: Bool]>([:])
+        let record: @Sendable (String) -> Void = { name in
+            let isMain = DispatchQueue.getSpecific(key: IsolationTests.mainQueueKey) == true
+            onMainQueue.withLock { $0[name] = isMain }
+        }
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        future.whenComplete(on: .mainActor) { _ in record("whenComplete(on: .mainActor)") }
+        future.whenComplete(on: MainActor.shared) { _ in record("whenComplete(on: MainActor.shared)") }
+        let mapped = future.map(on: .mainActor) { value in
+            record("map(on: .mainActor)")
+            return value
+        }
+        let actorMapped = future.map(on: MainActor.shared) { value in
+            record("map(on: MainActor.shared)")
+            return value
+        }
+        let generic = Self.registerGenerically(future, on: .mainActor, record)
+        let run = Future.run(on: .mainActor, variant: variant) { record("run(on: .mainActor)") }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                promise.succeed(1)
+                done.resume()
+            }
+        }
+        #expect(try await mapped.value == 1)
+        #expect(try await actorMapped.value == 1)
+        #expect(try await generic.value == 1)
+        try await run.value
+        let seen = onMainQueue.withLock { $0 }
+        #expect(seen.count == 7, "\(seen)")
+        #expect(seen.values.allSatisfy { $0 }, "bodies that ran off the main queue: \(seen.filter { !$0.value })")
+    }
+
+    /// Registers on `executor` through the generic `some FutureExecutor` overloads.
+    private static func registerGenerically(
+        _ future: Future<Int>, on executor: some FutureExecutor, _ record: @escaping @Sendable (String) -> Void
+    ) -> Future<Int> {
+        future.whenComplete(on: executor) { _ in record("whenComplete(on: generic)") }
+        return future.map(on: executor) { value in
+            record("map(on: generic)")
+            return value
+        }
+    }
+
     // MARK: sending bodies
 
     final class Formatter {

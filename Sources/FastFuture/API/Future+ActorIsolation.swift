@@ -202,9 +202,11 @@ extension Future {
 ///   isolated to an actor (an `isolated any Actor` parameter), from a body formed in that
 ///   isolation, and its `value` is called only by that actor's `_IsolatedQueue.drain()`, which
 ///   runs in tasks whose operation is statically isolated to the actor - or, for the main actor
-///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor, inside
-///   `MainActor.assumeIsolated`. So the value is only ever touched while that actor is running,
-///   one job at a time.
+///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor: in the block
+///   that queue submits only there, or in `IsolatedWork.runMainActor()`, which is `@MainActor`.
+///   That drain is not wrapped in `MainActor.assumeIsolated`, and nothing checks the isolation
+///   before `value` is called: the main queue is the whole guarantee. So the value is only ever
+///   touched while that actor is running, one job at a time.
 @usableFromInline
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
     @usableFromInline let value: Wrapped

@@ -7,8 +7,10 @@
 // for `on: .mainActor` and then reject the main-actor body.)
 //
 // Bodies go through `_IsolatedQueue.mainActor`, which runs them on the main queue (the main
-// actor's executor) in registration order; there, `MainActor.assumeIsolated` calls them. A
-// `@MainActor` function value is `Sendable`: only the main actor may call it.
+// actor's executor) in registration order; there, `MainActor.assumeIsolated` calls them
+// (`Future.run(on: .mainActor)`'s body: `_callOnMainActor`, the same check without a closure) -
+// the drain itself is not wrapped in it. A `@MainActor` function value is `Sendable`: only the
+// main actor may call it.
 
 extension Future {
     /// Runs `body` on the main actor with the result, after the future completes.
