@@ -134,7 +134,8 @@ import Testing
             #expect(ids(_futuresWaitedOn(by: mapped)) == ids([mapped, retried]), "a retry waiting out its delay")
             clock.advance(by: .seconds(2))
             #expect(
-                ids(_futuresWaitedOn(by: mapped)) == ids([mapped, retried, other.future]), "a retry's attempt in flight")
+                ids(_futuresWaitedOn(by: mapped)) == ids([mapped, retried, other.future]),
+                "a retry's attempt in flight")
             other.succeed(1)
             #expect(mapped.isComplete && counted.isComplete)
         }
