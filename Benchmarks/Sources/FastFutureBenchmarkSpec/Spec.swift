@@ -214,8 +214,11 @@ private let libraryScenarios: [Scenario] = [
                 in: "floor.md", section: "What the counts are made of"),
             LossReason(
                 "continuation",
-                "not explained yet: both allocate once per operation (the future; the checked continuation's "
-                    + "canary object), and the continuation resumes before its task suspends"),
+                "fewer instructions, more atomics: lock-free runs 593 instructions per operation to the "
+                    + "continuation's 753, one allocation each and no cache miss, but 7 atomic read-modify-writes to "
+                    + "its 4 (four transitions of the future, three reference counts), about 6.4 ns each on this host; "
+                    + "alternating in one process, 1.09x-1.12x its time",
+                section: "S1 against a checked continuation"),
         ],
         impls: peers + ["reference", "continuation"]
     ) { _, _ in Sizes.kilo },
