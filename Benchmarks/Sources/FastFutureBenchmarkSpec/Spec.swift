@@ -182,19 +182,16 @@ private let variantsAndTasks = ["lockFree", "locked", "tasks"]
 
 // Reasons shared by several scenarios.
 private let s4VersusLocked =
-    "noise, not the contention path: lock-free runs 505 instructions per pending callback to locked's 586 "
-    + "(42 to 128 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
+    "noise, not the contention path: lock-free runs 504 instructions per pending callback to locked's 585 "
+    + "(42 to 129 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
     + "alternating rounds"
 private let s4VersusReference =
-    "the scheduler and the completer's memory, not the contention path: at T = 1 lock-free is level with the "
-    + "reference per callback (497 instructions per pending callback to 484, 42 per late one to 14) and in one "
-    + "thread's time (0.93x-1.0x); with threads, how many callbacks are pending is decided by where the scheduler "
-    + "queues the completer when an iteration starts (half, or all when it runs after the registrants), alike for "
-    + "both - lock-free does not pile up more; at T >= 4 the completer's walk over 40,000 to 320,000 pending "
-    + "nodes from T threads runs out of the L2 and its time per callback grows with T, more for lock-free's "
-    + "80-byte node than for the reference's 48 (the reference padded to 80 bytes trails it as much); with the "
-    + "split fixed (S4e) lock-free is level with the reference at T = 1 and 2 and 0.98x-1.16x its time from "
-    + "T = 4, as the padded reference is (perf sched and cpu-clock profiles, T = 1 to 16)"
+    "the completer's walk through memory, not the contention path: on one thread lock-free is level with the "
+    + "reference (504 instructions per pending callback to 508, 42 per late one to 14) and so is its time; with "
+    + "threads the scheduler decides how many callbacks are pending, alike for both, and from T = 4 the completer "
+    + "walks 40,000 to 320,000 of them out of the L2, where lock-free's node, a 64-byte chunk to the reference's "
+    + "48, misses more (D1 read misses per callback 2.72 to 1.83 at T = 1, cachegrind); with the split fixed "
+    + "(S4e) 0.82x, 0.95x, 1.12x the reference's time at T = 1, 4, 16"
 private let s3s5VersusLocked =
     "noise, not the code: lock-free runs fewer instructions (S3 0.86x, S5 0.73x-0.75x per call), half the atomic "
     + "read-modify-writes and the same cache misses, and led in every same-process alternating timing"
