@@ -193,8 +193,9 @@ private let s4VersusReference =
     + "48, misses more (D1 read misses per callback 2.72 to 1.83 at T = 1, cachegrind); with the split fixed "
     + "(S4e) 0.82x, 0.95x, 1.12x the reference's time at T = 1, 4, 16"
 private let s3s5VersusLocked =
-    "noise, not the code: lock-free runs fewer instructions (S3 0.86x, S5 0.73x-0.75x per call), half the atomic "
-    + "read-modify-writes and the same cache misses, and led in every same-process alternating timing"
+    "noise, not the code: lock-free runs fewer instructions (S3 924 per future to 1,077; S5 0.72x-0.75x per "
+    + "tryComplete) and fewer atomic read-modify-writes (S3 9 to 13, S5 2.1-2.5 to 4.1-4.5), with the same cache "
+    + "misses, and led in every same-process alternating timing"
 
 /// Every scenario, in report order. Names are `<scenario>[.<chain>].<implementation>[.T<threads>]`.
 public let scenarios: [Scenario] = libraryScenarios + structuredConcurrencyScenarios
@@ -299,8 +300,9 @@ private let libraryScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "a round trip is two futex sleeps and two wakes; lock-free runs fewer instructions than locked, "
-                    + "the rest of the time is the kernel's scheduler",
+                "a round trip is two futex sleeps and two wakes; lock-free runs fewer instructions than locked "
+                    + "(2,194 per round trip to 2,461; 29 atomic read-modify-writes to 47), the rest of the time is "
+                    + "the kernel's scheduler",
                 section: "S7")
         ],
         impls: peers + ["semaphores"]
@@ -311,8 +313,9 @@ private let libraryScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "reference",
-                "FastFuture marks the thread busy around the callback, so a callback registered inside it is "
-                    + "queued, not recursed into (the reference overflows a 512 KiB stack on a deep chain)",
+                "FastFuture marks the thread busy around the callback (41 instructions per late callback to 14), "
+                    + "so a callback registered inside it is queued, not recursed into (the reference overflows a "
+                    + "512 KiB stack on a deep chain)",
                 in: "floor.md", section: "What the counts are made of")
         ],
         impls: peers + ["reference"]
@@ -346,9 +349,10 @@ private let structuredConcurrencyScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "not the code: lock-free runs 0.89x locked's instructions per race (17,755 to 19,881) and about "
-                    + "half the atomic read-modify-writes, led in all 25 same-process alternating timings, and the "
-                    + "suite's own ratio went 1.07x, 1.14x, 0.83x in three builds of it within 40 minutes",
+                "not the code: lock-free runs 0.90x locked's instructions per race (17,385 to 19,243) and 263 "
+                    + "atomic read-modify-writes to 332, led at the median in all 27 same-process alternating "
+                    + "timings, and the suite's own ratio went 1.07x, 1.14x, 0.83x in three builds of it within 40 "
+                    + "minutes",
                 section: "First of 10")
         ],
         impls: variantsAndTasks
@@ -362,8 +366,8 @@ private let structuredConcurrencyScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "not the code: lock-free runs 0.91x locked's instructions per timeout (2,840 to 3,132) with the "
-                    + "same 4 allocations and 0.84x, 0.85x its time alternating in one process; in the suite each "
+                "not the code: lock-free runs 0.90x locked's instructions per timeout (2,762 to 3,054) with the "
+                    + "same 4 allocations and 0.82x-0.85x its time alternating in one process; in the suite each "
                     + "variant's process times at one of two levels, and lock-free lost only the 2 of 13 runs where "
                     + "its process drew the upper level and locked's the lower (alone once, after the other task "
                     + "scenarios once)",
@@ -382,8 +386,9 @@ private let structuredConcurrencyScenarios: [Scenario] = [
             LossReason(
                 "tasks",
                 "sequential awaits of async functions that do not suspend are plain calls on the task's own "
-                    + "allocator; each map builds a future that exists before its value (an allocation, a "
-                    + "registration and a completion): inherent in a chain that can be handed around",
+                    + "allocator (2,372 instructions, 1 allocation and 4 atomic read-modify-writes per chain to "
+                    + "lock-free's 8,314, 11 and 123); each map builds a future that exists before its value (an "
+                    + "allocation, a registration and a completion): inherent in a chain that can be handed around",
                 section: "Against structured concurrency")
         ],
         impls: variantsAndTasks
