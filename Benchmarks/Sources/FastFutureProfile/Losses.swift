@@ -11,6 +11,7 @@
 //                                                                       (per op: one callback)
 //     FastFutureProfile times <S3|S5|S4T|firstOf|timeout> [T] [rounds] [plain|marking]
 //     FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds] [order]
+//     FastFutureProfile times S1 [rounds] [operations per round]    (lockFree, the continuation, the reference)
 //
 // S3 is the suite's S3; S5 the suite's S5 (T threads race `tryComplete` on the same 10,000
 // futures); S4T the suite's S4 (T threads register 20,000 callbacks each on one future while one
@@ -22,7 +23,8 @@
 // under `timeout(after: .seconds(60))`, then completed; per op: one timeout), 2,000 per round; T
 // is ignored. S4halves is S4T at T = 1 on one thread, each half apart (see `s4Halves`); `padded`
 // the reference with FastFuture's node size (see `PaddedReferenceFuture`), `padded56` with a 56-byte
-// node (a 64-byte chunk).
+// node (a 64-byte chunk). `times S1` alternates S1's lock-free loop with the suite's continuation and
+// the reference in one task (see `s1Times`).
 
 import Dispatch
 import FastFuture
