@@ -186,12 +186,11 @@ private let s4VersusLocked =
     + "(42 to 129 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
     + "alternating rounds"
 private let s4VersusReference =
-    "the completer's walk through memory, not the contention path: on one thread lock-free is level with the "
-    + "reference (504 instructions per pending callback to 508, 42 per late one to 14) and so is its time; with "
-    + "threads the scheduler decides how many callbacks are pending, alike for both, and from T = 4 the completer "
-    + "walks 40,000 to 320,000 of them out of the L2, where lock-free's node, a 64-byte chunk to the reference's "
-    + "48, misses more (D1 read misses per callback 2.72 to 1.83 at T = 1, cachegrind); with the split fixed "
-    + "(S4e) 0.82x, 0.95x, 1.12x the reference's time at T = 1, 4, 16"
+    "the completer's walk through memory, not the contention path: on one thread level with the reference (504 "
+    + "instructions per pending callback to 508, 42 per late one to 14); how many are pending is the scheduler's, "
+    + "alike for both; from T = 4 the completer walks 40,000 to 320,000 pending nodes out of the L2, lock-free's "
+    + "64-byte chunks to the reference's 48 (D1 read misses per callback 2.72 to 1.83, cachegrind); with the split "
+    + "fixed (S4e) 0.82x, 0.95x, 1.12x the reference's time at T = 1, 4, 16"
 private let s3s5VersusLocked =
     "noise, not the code: lock-free runs fewer instructions (S3 924 per future to 1,077; S5 0.72x-0.75x per "
     + "tryComplete) and fewer atomic read-modify-writes (S3 9 to 13, S5 2.1-2.5 to 4.1-4.5), with the same cache "
