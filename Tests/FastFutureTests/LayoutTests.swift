@@ -109,6 +109,13 @@ import Testing
         #expect(MemoryLayout<_Callback<_WhenComplete<Int>, OneWordExecutor>>.size == 3 * word)
         #expect(!_Step<_MapBody<Int, String>, Inline>._fitsInPair && _Step<_MapBody<Int, String>, Inline>._fitsInSlot)
         #expect(!_Callback<_WhenComplete<Int>, OneWordExecutor>._fitsInPair)
+        // One rule for every slot (`_registrationFits`): the size, and a word's alignment - each
+        // slot is a tuple of words, so a 16-byte aligned value fits in none, even where its size does.
+        #expect(MemoryLayout<_EmbeddedSlot>.alignment == MemoryLayout<_SlotWord>.alignment)
+        #expect(MemoryLayout<_PairSlot>.alignment == MemoryLayout<_SlotWord>.alignment)
+        #expect(_registrationFits((UInt, UInt).self, inBytes: MemoryLayout<_PairSlot>.size))
+        #expect(!_registrationFits(SIMD4<Float>.self, inBytes: MemoryLayout<_PairSlot>.size))
+        #expect(!_registrationFits(SIMD4<Float>.self, inBytes: MemoryLayout<_EmbeddedSlot>.size))
 
         let future = Future<Int>(_variant: variant, result: nil)
         let nodes: [(_CallbackNode, AnyClass, Int)] = [
@@ -136,6 +143,7 @@ import Testing
             #expect(node._slotCapacity == capacity, "node \(index)")
             #expect(node._slotFits(_Forward<Int>.self) == (capacity != 0), "node \(index)")
             #expect(!node._slotFits(_Step<_MapBody<Int, Int>, Inline>.self) || capacity == 3 * word, "node \(index)")
+            #expect(!node._slotFits(SIMD4<Float>.self), "node \(index)")
         }
         withExtendedLifetime(nodes) {}
     }

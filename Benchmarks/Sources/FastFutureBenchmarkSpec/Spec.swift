@@ -182,22 +182,19 @@ private let variantsAndTasks = ["lockFree", "locked", "tasks"]
 
 // Reasons shared by several scenarios.
 private let s4VersusLocked =
-    "noise, not the contention path: lock-free runs 505 instructions per pending callback to locked's 586 "
-    + "(42 to 128 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
+    "noise, not the contention path: lock-free runs 504 instructions per pending callback to locked's 585 "
+    + "(42 to 129 per late one), retries 1.7% of pushes at T = 16 on 2 vCPUs, and led in 10 of 11 medians of "
     + "alternating rounds"
 private let s4VersusReference =
-    "the scheduler and the completer's memory, not the contention path: at T = 1 lock-free is level with the "
-    + "reference per callback (497 instructions per pending callback to 484, 42 per late one to 14) and in one "
-    + "thread's time (0.93x-1.0x); with threads, how many callbacks are pending is decided by where the scheduler "
-    + "queues the completer when an iteration starts (half, or all when it runs after the registrants), alike for "
-    + "both - lock-free does not pile up more; at T >= 4 the completer's walk over 40,000 to 320,000 pending "
-    + "nodes from T threads runs out of the L2 and its time per callback grows with T, more for lock-free's "
-    + "80-byte node than for the reference's 48 (the reference padded to 80 bytes trails it as much); with the "
-    + "split fixed (S4e) lock-free is level with the reference at T = 1 and 2 and 0.98x-1.16x its time from "
-    + "T = 4, as the padded reference is (perf sched and cpu-clock profiles, T = 1 to 16)"
+    "the completer's walk through memory, not the contention path: on one thread level with the reference (504 "
+    + "instructions per pending callback to 508, 42 per late one to 14); how many are pending is the scheduler's, "
+    + "alike for both; from T = 4 the completer walks 40,000 to 320,000 pending nodes out of the L2, lock-free's "
+    + "64-byte chunks to the reference's 48 (D1 read misses per callback 2.72 to 1.83, cachegrind); with the split "
+    + "fixed (S4e) 0.82x, 0.95x, 1.12x the reference's time at T = 1, 4, 16"
 private let s3s5VersusLocked =
-    "noise, not the code: lock-free runs fewer instructions (S3 0.86x, S5 0.73x-0.75x per call), half the atomic "
-    + "read-modify-writes and the same cache misses, and led in every same-process alternating timing"
+    "noise, not the code: lock-free runs fewer instructions (S3 924 per future to 1,077; S5 0.72x-0.75x per "
+    + "tryComplete) and fewer atomic read-modify-writes (S3 9 to 13, S5 2.1-2.5 to 4.1-4.5), with the same cache "
+    + "misses, and led in every same-process alternating timing"
 
 /// Every scenario, in report order. Names are `<scenario>[.<chain>].<implementation>[.T<threads>]`.
 public let scenarios: [Scenario] = libraryScenarios + structuredConcurrencyScenarios
@@ -214,8 +211,11 @@ private let libraryScenarios: [Scenario] = [
                 in: "floor.md", section: "What the counts are made of"),
             LossReason(
                 "continuation",
-                "not explained yet: both allocate once per operation (the future; the checked continuation's "
-                    + "canary object), and the continuation resumes before its task suspends"),
+                "fewer instructions, more atomics: lock-free runs 593 instructions per operation to the "
+                    + "continuation's 753, one allocation each and no cache miss, but 7 atomic read-modify-writes to "
+                    + "its 4 (four transitions of the future, three reference counts), about 6.4 ns each on this host; "
+                    + "alternating in one process, 1.09x-1.12x its time",
+                section: "S1 against a checked continuation"),
         ],
         impls: peers + ["reference", "continuation"]
     ) { _, _ in Sizes.kilo },
@@ -299,8 +299,9 @@ private let libraryScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "a round trip is two futex sleeps and two wakes; lock-free runs fewer instructions than locked, "
-                    + "the rest of the time is the kernel's scheduler",
+                "a round trip is two futex sleeps and two wakes; lock-free runs fewer instructions than locked "
+                    + "(2,194 per round trip to 2,461; 29 atomic read-modify-writes to 47), the rest of the time is "
+                    + "the kernel's scheduler",
                 section: "S7")
         ],
         impls: peers + ["semaphores"]
@@ -311,8 +312,9 @@ private let libraryScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "reference",
-                "FastFuture marks the thread busy around the callback, so a callback registered inside it is "
-                    + "queued, not recursed into (the reference overflows a 512 KiB stack on a deep chain)",
+                "FastFuture marks the thread busy around the callback (41 instructions per late callback to 14), "
+                    + "so a callback registered inside it is queued, not recursed into (the reference overflows a "
+                    + "512 KiB stack on a deep chain)",
                 in: "floor.md", section: "What the counts are made of")
         ],
         impls: peers + ["reference"]
@@ -346,9 +348,10 @@ private let structuredConcurrencyScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "not the code: lock-free runs 0.89x locked's instructions per race (17,755 to 19,881) and about "
-                    + "half the atomic read-modify-writes, led in all 25 same-process alternating timings, and the "
-                    + "suite's own ratio went 1.07x, 1.14x, 0.83x in three builds of it within 40 minutes",
+                "not the code: lock-free runs 0.90x locked's instructions per race (17,385 to 19,243) and 263 "
+                    + "atomic read-modify-writes to 332, led at the median in all 27 same-process alternating "
+                    + "timings, and the suite's own ratio went 1.07x, 1.14x, 0.83x in three builds of it within 40 "
+                    + "minutes",
                 section: "First of 10")
         ],
         impls: variantsAndTasks
@@ -362,8 +365,8 @@ private let structuredConcurrencyScenarios: [Scenario] = [
         losses: [
             LossReason(
                 "locked",
-                "not the code: lock-free runs 0.91x locked's instructions per timeout (2,840 to 3,132) with the "
-                    + "same 4 allocations and 0.84x, 0.85x its time alternating in one process; in the suite each "
+                "not the code: lock-free runs 0.90x locked's instructions per timeout (2,762 to 3,054) with the "
+                    + "same 4 allocations and 0.82x-0.85x its time alternating in one process; in the suite each "
                     + "variant's process times at one of two levels, and lock-free lost only the 2 of 13 runs where "
                     + "its process drew the upper level and locked's the lower (alone once, after the other task "
                     + "scenarios once)",
@@ -382,8 +385,9 @@ private let structuredConcurrencyScenarios: [Scenario] = [
             LossReason(
                 "tasks",
                 "sequential awaits of async functions that do not suspend are plain calls on the task's own "
-                    + "allocator; each map builds a future that exists before its value (an allocation, a "
-                    + "registration and a completion): inherent in a chain that can be handed around",
+                    + "allocator (2,372 instructions, 1 allocation and 4 atomic read-modify-writes per chain to "
+                    + "lock-free's 8,314, 11 and 123); each map builds a future that exists before its value (an "
+                    + "allocation, a registration and a completion): inherent in a chain that can be handed around",
                 section: "Against structured concurrency")
         ],
         impls: variantsAndTasks

@@ -11,6 +11,7 @@
 //                                                                       (per op: one callback)
 //     FastFutureProfile times <S3|S5|S4T|firstOf|timeout> [T] [rounds] [plain|marking]
 //     FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds] [order]
+//     FastFutureProfile times S1 [rounds] [operations per round]    (lockFree, the continuation, the reference)
 //
 // S3 is the suite's S3; S5 the suite's S5 (T threads race `tryComplete` on the same 10,000
 // futures); S4T the suite's S4 (T threads register 20,000 callbacks each on one future while one
@@ -22,7 +23,8 @@
 // under `timeout(after: .seconds(60))`, then completed; per op: one timeout), 2,000 per round; T
 // is ignored. S4halves is S4T at T = 1 on one thread, each half apart (see `s4Halves`); `padded`
 // the reference with FastFuture's node size (see `PaddedReferenceFuture`), `padded56` with a 56-byte
-// node (a 64-byte chunk).
+// node (a 64-byte chunk). `times S1` alternates S1's lock-free loop with the suite's continuation and
+// the reference in one task (see `s1Times`).
 
 import Dispatch
 import FastFuture
@@ -743,5 +745,55 @@ func s4PendingParts(rounds: Int, crossThread: Bool) {
             "S4 pending half\(crossThread ? ", completed on another thread," : "") \(kinds[kind]) (ns per callback, p10 /"
                 + " median): registration \(format(r[r.count / 10])) / \(format(r[r.count / 2])), completion (run and"
                 + " release) \(format(c[c.count / 10])) / \(format(c[c.count / 2]))")
+    }
+}
+
+// MARK: - S1 against a checked continuation
+
+/// `times S1`: S1's lock-free loop, the suite's `S1.continuation` loop (a checked continuation
+/// resumed in its own body) and the reference's S1 loop, alternating in one task on one thread
+/// (the order reversed every other round), `operations` operations per kind and round after one
+/// untimed round. Prints each kind's p10 and median ns per operation, and lock-free's ratios to
+/// the continuation: of the p10s, of the medians, and the median of the rounds' own ratios.
+func s1Times(rounds: Int, operations: Int) {
+    runInTask {
+        let clock = ContinuousClock()
+        let names = ["lockFree", "continuation", "reference"]
+        func run(_ kind: Int) async {
+            switch kind {
+            case 0: s1(.lockFree, operations)
+            case 1: await continuationLoop(operations)
+            default:
+                guard #available(macOS 15.0, iOS 18.0, *) else { fail("reference needs macOS 15 / iOS 18") }
+                referenceS1(operations)
+            }
+        }
+        for kind in names.indices { await run(kind) }
+        var samples: [[Double]] = Array(repeating: [], count: names.count)
+        for round in 0..<rounds {
+            let order = round % 2 == 0 ? Array(names.indices) : Array(names.indices.reversed())
+            for kind in order {
+                let start = clock.now
+                await run(kind)
+                let elapsed = start.duration(to: clock.now)
+                let ns = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+                samples[kind].append(ns / Double(operations))
+            }
+        }
+        func format(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
+        func quantile(_ values: [Double], _ q: Double) -> Double {
+            let sorted = values.sorted()
+            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
+        }
+        for kind in names.indices {
+            print(
+                "S1 \(names[kind]): p10 \(format(quantile(samples[kind], 0.1))) ns/op, median"
+                    + " \(format(quantile(samples[kind], 0.5))) ns/op")
+        }
+        let perRound = zip(samples[0], samples[1]).map { $0 / $1 }
+        print(
+            "  lockFree / continuation time: p10 \(format(quantile(samples[0], 0.1) / quantile(samples[1], 0.1)))x,"
+                + " median \(format(quantile(samples[0], 0.5) / quantile(samples[1], 0.5)))x, median of the rounds'"
+                + " ratios \(format(quantile(perRound, 0.5)))x (\(rounds) rounds of \(operations), alternating)")
     }
 }

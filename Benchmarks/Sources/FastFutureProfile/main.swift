@@ -3,6 +3,7 @@
 //
 //     FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations]
 //     FastFutureProfile <S1|S4|S8> reference [iterations]
+//     FastFutureProfile S1 continuation [iterations]
 //     FastFutureProfile actors <lockFree|locked> [actors]
 //
 // `nio` runs the same loops on swift-nio's EventLoopFuture (EmbeddedEventLoop), so instruction
@@ -16,7 +17,8 @@
 // fanIn, firstOf, timeout, chain10, late: the same work with FastFuture or with structured
 // concurrency (`tasks`): see "Against structured concurrency" below.
 // `reference` (S1, S4, S8) runs the scenario on `ReferenceFuture`, a minimal Treiber-stack future: a floor to
-// compare with, not a product.
+// compare with, not a product. `continuation` (S1) runs the suite's `S1.continuation`: a checked
+// continuation resumed in its own body, in a task.
 // `actors`: one registration per live actor (see `actorRegistrations`); prints times, not for
 // callgrind.
 // S3, S5, S4T (S4 with its threads) and `times`: the scenarios where `.lockFree` has lost to
@@ -119,6 +121,23 @@ func all(_ variant: FutureVariant, _ iterations: Int) {
         for (value, promise) in promises.enumerated() {
             promise.succeed(value)
         }
+    }
+}
+
+/// S1's continuation side, the suite's `S1.continuation`: in one task, a checked continuation
+/// resumed inside `withCheckedContinuation`'s body (before the task suspends), its value consumed
+/// (per op: one continuation). The task's start and end are start-up, subtracted as for the others.
+func continuationS1(_ iterations: Int) {
+    runInTask { await continuationLoop(iterations) }
+}
+
+/// The loop of `continuationS1` (and of `times S1`'s continuation rounds).
+func continuationLoop(_ iterations: Int) async {
+    for value in 0..<iterations {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            continuation.resume(returning: value)
+        }
+        consume(result)
     }
 }
 
@@ -465,6 +484,7 @@ func actorRegistrations(_ variant: FutureVariant, _ count: Int) {
 
 let usage =
     "usage: FastFutureProfile <S1|S2|S4|S8|all> <lockFree|locked|nio> [iterations] | FastFutureProfile <S1|S4|S8> reference [iterations]"
+    + " | FastFutureProfile S1 continuation [iterations]"
     + " | FastFutureProfile S7 <lockFree|locked|semaphores> [iterations of 1,000 round trips]"
     + " | FastFutureProfile <fanIn|firstOf|timeout|chain10|late> <lockFree|locked|tasks> [iterations]"
     + " | FastFutureProfile actors <lockFree|locked> [actors]"
@@ -479,6 +499,7 @@ let usage =
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
     + " | FastFutureProfile S4halves <lockFree|locked|reference|padded|padded56> [iterations] [pending|late|both]"
     + " | FastFutureProfile times <S3|S5|S4T|firstOf|S7|timeout> [T] [rounds] [plain|marking]"
+    + " | FastFutureProfile times S1 [rounds] [operations per round]"
     + " | FastFutureProfile times mainActorRun [rounds] [hops]"
     + " | FastFutureProfile times S4halves <pending|late|both|threads|split|parts|parts2> [rounds]"
     + " | FastFutureProfile times S4pending [rounds] [S4,S4c,S4p,S4e] [1,2,4,16] [lockFree,locked,reference,padded,padded56] [csv path]"
@@ -510,6 +531,12 @@ if arguments.count >= 4, arguments[1] == "times", arguments[2] == "S4halves" {
     s4HalvesTimes(half: arguments[3], rounds: arguments.count > 4 ? Int(arguments[4]) ?? 11 : 11)
     exit(0)
 }
+if arguments.count >= 3, arguments[1] == "times", arguments[2] == "S1" {
+    s1Times(
+        rounds: arguments.count > 3 ? Int(arguments[3]) ?? 101 : 101,
+        operations: arguments.count > 4 ? Int(arguments[4]) ?? 10_000 : 10_000)
+    exit(0)
+}
 if arguments.count >= 3, arguments[1] == "times", arguments[2] == "mainActorRun" {
     mainActorHopTimes(
         rounds: arguments.count > 3 ? Int(arguments[3]) ?? 51 : 51,
@@ -523,7 +550,8 @@ if arguments.count >= 3, arguments[1] == "times" {
     exit(0)
 }
 guard arguments.count >= 3,
-    ["lockFree", "locked", "nio", "reference", "tasks", "semaphores", "padded", "padded56"].contains(arguments[2])
+    ["lockFree", "locked", "nio", "reference", "tasks", "semaphores", "padded", "padded56", "continuation"]
+        .contains(arguments[2])
 else {
     fail(usage)
 }
@@ -533,6 +561,8 @@ let threadsArgument = arguments.count > 4 ? Int(arguments[4]) ?? 4 : 4
 let markingArgument = arguments.count > 5 && arguments[5] == "marking"
 switch (arguments[1], arguments[2]) {
 case ("S1", "nio"): nioS1(iterations)
+case ("S1", "continuation"): continuationS1(iterations)
+case (_, "continuation"): fail(usage)
 case ("S7", "semaphores"): s7(nil, iterations)
 case (_, "semaphores"): fail(usage)
 case ("S4halves", "nio"), ("S4halves", "tasks"): fail(usage)

@@ -155,11 +155,11 @@ internal class _CallbackNode: @unchecked Sendable {
         return 0
     }
 
-    /// Whether a registration of type `R` fits in this node's slot (its capacity, and a word's
-    /// alignment: both slots are words).
+    /// Whether a registration of type `R` fits in this node's slot (`_registrationFits`, the
+    /// rule `_fitsInSlot` and `_fitsInPair` state for the two slot lengths).
     @inlinable
     final func _slotFits<R>(_: R.Type) -> Bool {
-        MemoryLayout<R>.size <= _slotCapacity && MemoryLayout<R>.alignment <= MemoryLayout<UInt>.alignment
+        _registrationFits(R.self, inBytes: _slotCapacity)
     }
 
     /// A slot node's registration's storage (owned by the node's owner): a `_PairNode`'s or a
@@ -386,7 +386,7 @@ internal final class _SlotNode: _CallbackNode, @unchecked Sendable {
 
 /// The slot of a `_PairNode`: two words.
 @usableFromInline
-internal typealias _PairSlot = (UInt, UInt)
+internal typealias _PairSlot = (_SlotWord, _SlotWord)
 
 /// A `_SlotNode` with a slot of two words: for a registration of two words or less - an
 /// `.inline` callback (its closure), an `onCancel` handler, a `flatMap`'s forward, a

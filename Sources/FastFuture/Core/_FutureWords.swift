@@ -72,7 +72,13 @@ extension _FutureWords {
     }
 }
 
+/// The word every registration slot is made of (the embedded slot, a `_SlotNode`'s, a
+/// `_PairNode`'s): a slot's alignment is this word's, whatever its length
+/// (`_registrationFits(_:inBytes:)`).
+@usableFromInline
+internal typealias _SlotWord = UInt
+
 /// Raw storage for the embedded node's registration: three words, word-aligned - room for a
 /// closure and one reference, which is what the registrations kept there need.
 @usableFromInline
-internal typealias _EmbeddedSlot = (UInt, UInt, UInt)
+internal typealias _EmbeddedSlot = (_SlotWord, _SlotWord, _SlotWord)

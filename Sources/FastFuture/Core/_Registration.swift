@@ -28,6 +28,15 @@ internal protocol _Registration: Sendable {
     func run(with result: Result<Source, any Error>, node: _CallbackNode?)
 }
 
+/// Whether a value of type `R` fits in a registration slot of `capacity` bytes: the one rule
+/// behind `_fitsInSlot`, `_fitsInPair` and a node's `_slotFits`. Its size at most the slot's, its
+/// alignment at most a `_SlotWord`'s - every slot is a tuple of them, so that is each slot's
+/// alignment (`LayoutTests` checks it). A constant when `R` and `capacity` are.
+@inlinable @inline(__always)
+internal func _registrationFits<R>(_: R.Type, inBytes capacity: Int) -> Bool {
+    MemoryLayout<R>.size <= capacity && MemoryLayout<R>.alignment <= MemoryLayout<_SlotWord>.alignment
+}
+
 extension _Registration {
     @inlinable
     static var _isCancelHandler: Bool { false }
@@ -35,22 +44,16 @@ extension _Registration {
     @inlinable
     static var _interest: UInt8 { _isCancelHandler ? _Interest.cancelHandler : _Interest.consumer }
 
-    /// Whether a value of this type fits in the embedded slot (folded to a constant when
-    /// specialized).
+    /// Whether a value of this type fits in the embedded slot, and so in a `_SlotNode`'s (folded
+    /// to a constant when specialized).
     @inlinable
-    static var _fitsInSlot: Bool {
-        MemoryLayout<Self>.size <= MemoryLayout<_EmbeddedSlot>.size
-            && MemoryLayout<Self>.alignment <= MemoryLayout<_EmbeddedSlot>.alignment
-    }
+    static var _fitsInSlot: Bool { _registrationFits(Self.self, inBytes: MemoryLayout<_EmbeddedSlot>.size) }
 
     /// Whether a value of this type fits in a `_PairNode`'s two-word slot (folded to a constant
     /// when specialized): most registrations - an `.inline` callback, a cancel handler, a
     /// forward, a combinator's input.
     @inlinable
-    static var _fitsInPair: Bool {
-        MemoryLayout<Self>.size <= MemoryLayout<_PairSlot>.size
-            && MemoryLayout<Self>.alignment <= MemoryLayout<_PairSlot>.alignment
-    }
+    static var _fitsInPair: Bool { _registrationFits(Self.self, inBytes: MemoryLayout<_PairSlot>.size) }
 
     /// The embedded node's fire function for this kind (see `_FireBox`): moves the registration
     /// out of `slot`, then runs it with the result of `source` (unretained: the caller holds it),
