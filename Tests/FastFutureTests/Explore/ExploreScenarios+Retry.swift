@@ -13,7 +13,51 @@
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
             retryWalkVsAttemptSwitchVsCancel, retryWalkGivesBackAfterTurnEnteredVsCancel, retryCycleBothEnds,
+            retryWalksOverlapOnFlightWord,
         ]
+
+        /// Two cycle checks through one retry's flight word at once, only one of which can see the
+        /// cycle: the retry's attempt in flight is a map of `derived`, a flatMap whose body returns
+        /// the retry. T0 makes `p` follow the retry (`p` is on no cycle: its walk borrows the
+        /// attempt from the driver's flight word - a stand-in in its place, on both variants) while
+        /// T1 makes `derived` follow the retry, closing the cycle. If T1's walk borrows the flight
+        /// word while T0's stand-in is in it, the object it takes is that stand-in: only looking
+        /// through it (`_standInTarget`) finds the attempt, and the attempt's upstream word,
+        /// `derived`. The contract: `derived` fails with `FutureCycleError`, the attempt and the
+        /// retry fail through it and so does `p`, which follows the retry; each once, `make` runs
+        /// once, nothing stays allocated.
+        static let retryWalksOverlapOnFlightWord = ExploreScenario("retry-walks-overlap-on-flight-word") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let other = Promise<ExplorePayload>(variant: variant)
+            let slot = FutureSlot<ExplorePayload>()
+            let derived = trigger.future.flatMap { _ in slot.future! }
+            let retried = Future<ExplorePayload>.retry(attempts: 1, variant: variant) { attempt in
+                log.event("make:\(attempt)")
+                return derived.map { $0 }
+            }
+            slot.future = retried
+            let p = other.future.flatMap { _ in retried }
+            for (future, name) in [(derived, "derived"), (retried, "retried"), (p, "p")] {
+                run.watch(future, name)
+                future.whenComplete { log.event(Self.cycleOutcome(name, $0)) }
+            }
+            run.threads = [
+                { other.succeed(ExplorePayload(1)) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1, "make ran: \(log.events)")
+                for name in ["derived", "retried", "p"] {
+                    log.expect(
+                        log.count("\(name):cycle") == 1 && log.events.filter { $0.hasPrefix("\(name):") }.count == 1,
+                        "\(name) did not fail once with the cycle error: \(log.events)")
+                }
+                slot.future = nil
+            }
+            return run
+        }
 
         /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
         /// 2 - a map of the flatMap that follows the retry - and walks from it; T1 completes the
