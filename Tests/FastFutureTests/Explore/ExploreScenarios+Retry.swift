@@ -13,8 +13,47 @@
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
             retryWalkVsAttemptSwitchVsCancel, retryWalkGivesBackAfterTurnEnteredVsCancel, retryCycleBothEnds,
-            retryWalksOverlapOnFlightWord,
+            retryWalksOverlapOnFlightWord, retryWalkVsDelayFire,
         ]
+
+        /// A flatMap starts following a retry that waits on a manual clock (T0: its cycle walk
+        /// goes through the driver to the object in flight, the delay timer, and ends there: a
+        /// timer waits on no future) while T1 advances the clock: the timer fires and the turn it
+        /// opens makes attempt 2 and puts it in flight in the timer's place (or in the place of
+        /// the walk's stand-in for it). No cycle: `make` runs twice, attempt 2 is not cancelled,
+        /// the clock keeps no callback, and the retry and the flatMap get attempt 2's value.
+        static let retryWalkVsDelayFire = ExploreScenario("retry-walk-vs-delay-fire") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let clock = ManualClock()
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured, clock: clock) { attempt in
+                attempt == 1 ? .failed(ExploreFailure(), variant: variant) : second.future
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(second.future, "second")
+            run.watch(clock, "clock")
+            log.expect(clock.pendingCount == 1, "the wait is not on the clock")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                { clock.advance(by: .seconds(1)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("second:onCancel") == 0, "attempt 2 was cancelled: \(log.events)")
+                log.expect(clock.pendingCount == 0, "the clock still holds the retry's timer")
+                log.expect(!retried.isComplete && !derived.isComplete, "completed before attempt 2 did")
+                second.succeed(ExplorePayload(2))
+                log.expect(retried.peek()?.payloadID == 2, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.payloadID == 2, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
 
         /// Two cycle checks through one retry's flight word at once, only one of which can see the
         /// cycle: the retry's attempt in flight is a map of `derived`, a flatMap whose body returns
