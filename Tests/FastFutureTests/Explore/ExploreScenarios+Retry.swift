@@ -12,8 +12,8 @@
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
-            retryWalkVsAttemptSwitchVsCancel, retryWalkGivesBackAfterTurnEnteredVsCancel, retryCycleBothEnds,
-            retryWalksOverlapOnFlightWord, retryWalkVsDelayFire,
+            retryWalkVsAttemptSwitchVsCancel, retryGiveBackKeepsTurnBusy, retryWalkGivesBackAfterTurnEnteredVsCancel,
+            retryCycleBothEnds, retryWalksOverlapOnFlightWord, retryWalkVsDelayFire,
         ]
 
         /// A flatMap starts following a retry that waits on a manual clock (T0: its cycle walk
@@ -51,6 +51,76 @@
                 second.succeed(ExplorePayload(2))
                 log.expect(retried.peek()?.payloadID == 2, "the retry: \(String(describing: retried.peek()))")
                 log.expect(derived.peek()?.payloadID == 2, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// `retry-walk-gives-back-after-turn-entered-vs-cancel`'s race, aimed: the give-back of a
+        /// walk that borrowed the flight word before a turn entered, then a cancel inside that
+        /// turn. T0 completes the promise of a flatMap that follows the retry (its walk borrows
+        /// attempt 1 from the flight word and gives it back); T1 fails attempt 1, whose callback
+        /// opens a turn and asks `shouldRetry`, which blocks until T2's cancel has returned; T2
+        /// waits for `shouldRetry` to be asked, then cancels the retry. So T1's turn is open
+        /// across the cancel in every schedule, and the threads that are not racing are blocked
+        /// (they offer the schedule no choice): the walk against the turn's `enter` (and the
+        /// cancel against the walk's give-back) is all there is to explore, and a give-back that
+        /// dropped the turn's busy bit (flags read when borrowing) is one preemption from the
+        /// default schedule - the walk's, between its borrow and its give-back. Here `make` runs
+        /// twice and only with its closures alive (the cancel leaves them to the turn), attempt 2
+        /// is cancelled once (the turn's `leave` finds the word closed), the retry and the flatMap
+        /// are cancelled, and the captures of `make` and `shouldRetry` are released.
+        static let retryGiveBackKeepsTurnBusy = ExploreScenario("retry-give-back-keeps-turn-busy") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let makeCaptured = ExploreWeakBox()
+            let shouldRetryCaptured = ExploreWeakBox()
+            let retried: Future<ExplorePayload>
+            do {
+                let makePayload = ExplorePayload(7)
+                let shouldRetryPayload = ExplorePayload(8)
+                makeCaptured.object = makePayload
+                shouldRetryCaptured.object = shouldRetryPayload
+                retried = Future.retry(
+                    attempts: 3, variant: variant,
+                    while: { _ in
+                        withExtendedLifetime(shouldRetryPayload) {}
+                        log.event("shouldRetry")
+                        Explorer.block { log.count("cancel-returned") == 1 }
+                        return true
+                    }
+                ) { number in
+                    log.event("make:\(number)")
+                    withExtendedLifetime(makePayload) {}
+                    return number == 1 ? first.future : second.future
+                }
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                { first.fail(ExploreFailure()) },
+                {
+                    Explorer.block { log.count("shouldRetry") == 1 }
+                    retried.cancel()
+                    log.event("cancel-returned")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("shouldRetry") == 1, "shouldRetry ran: \(log.events)")
+                log.expect(makeCaptured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(shouldRetryCaptured.object == nil, "shouldRetry's captures outlived the threads")
+                log.expect(second.future.peek()?.isCancellation == true, "attempt 2 was not cancelled")
+                log.expect(log.count("second:onCancel") == 1, "attempt 2's onCancel: \(log.events)")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
             }
             return run
         }
