@@ -322,6 +322,7 @@ internal func _saturatingNanoseconds(_ duration: Duration) -> Int64 {
             let object = _FutureCore(found[found.count - 1]).upstreamTarget(spare: &spare),
             let next = object._cycleWalkStep(spare: &spare)
         {
+            assert(next._isFuture, "FastFuture internal error: a cycle walk's step returned a \(type(of: next))")
             found.append(next)
         }
         return found

@@ -204,6 +204,12 @@ public final class Future<Value: Sendable>: _Cancellable, @unchecked Sendable {
         self
     }
 
+    /// A future is what a cycle walk's step may return (see `_Cancellable._isFuture`).
+    @usableFromInline
+    override internal var _isFuture: Bool {
+        true
+    }
+
     // MARK: Looking
 
     /// The synchronization variant this future was created with.

@@ -188,4 +188,15 @@ public class _Cancellable {
     internal var _standInTarget: UInt {
         0
     }
+
+    /// Whether this is a ``Future``: what a cycle walk's step (`_cycleWalkStep`) must return, if
+    /// anything, as the walk reads the returned object's upstream word next (`_FutureCore` of
+    /// any other object reads memory that holds no words). Checked only by debug builds'
+    /// assertions after each step - a step that returned the object itself (a timer, a
+    /// combinator's state) would fail there, not read the object as a future - so it costs
+    /// nothing in release (one more entry in the class table, never called).
+    @usableFromInline
+    internal var _isFuture: Bool {
+        false
+    }
 }

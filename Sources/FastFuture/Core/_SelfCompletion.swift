@@ -78,6 +78,7 @@ extension _FutureCore {
             guard let object = core.upstreamTarget(spare: &spare),
                 let next = object._cycleWalkStep(spare: &spare)
             else { return false }
+            assert(next._isFuture, "FastFuture internal error: a cycle walk's step returned a \(type(of: next))")
             if next === target { return true }
             current = next
         }

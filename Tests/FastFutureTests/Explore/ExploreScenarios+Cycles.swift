@@ -6,7 +6,9 @@
     @testable import FastFuture
 
     extension ExploreScenario {
-        static let cycles: [ExploreScenario] = [flatMapCycleBothEnds, flatMapCycleVsCancel, flatMapWalkVsCancel]
+        static let cycles: [ExploreScenario] = [
+            flatMapCycleBothEnds, flatMapCycleVsCancel, flatMapWalkVsCancel, flatMapWalksOverlapOnUpstreamWord,
+        ]
 
         /// Three `flatMap` futures in a ring (`f0` follows `f1`, `f1` follows `f2`, `f2` follows
         /// `f0`, each once its promise completes); `f1`'s link is made first, then two threads
@@ -114,6 +116,56 @@
                 log.expect(f1.peek()?.isCancellation == true, "f1 was not cancelled")
             }
             return run
+        }
+    }
+
+    extension ExploreScenario {
+        /// Two cycle checks through one upstream word at once, only one of which can see the
+        /// cycle: `x` already follows `y` (its upstream word holds `y`); T0 makes `p` follow `x`
+        /// (`p` is on no cycle: its walk borrows `x`'s word - a `.lockFree` future's borrow puts
+        /// a stand-in there - and reads on), while T1 makes `y` follow `x`, closing the cycle of
+        /// two. If T1's check runs while T0's stand-in is in `x`'s word, the first compare of
+        /// `_isWaitedOn` misses (the word holds the stand-in, not `y`) and the walk's borrow
+        /// takes T0's stand-in as the object: only looking through it (`_standInTarget`) finds
+        /// `y`. The contract: `x` and `y` fail with `FutureCycleError` (none stays pending), and
+        /// so does `p`, which follows `x`; each callback runs once, nothing stays allocated.
+        static let flatMapWalksOverlapOnUpstreamWord = ExploreScenario("flatMap-walks-overlap-on-upstream-word") {
+            variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            let other = Promise<ExplorePayload>(variant: variant)
+            let slot = FutureSlot<ExplorePayload>()
+            let y = trigger.future.flatMap { _ in slot.future! }
+            let x = second.future.flatMap { _ in y }
+            slot.future = x
+            second.succeed(ExplorePayload(1))
+            log.expect(!x.isComplete && !y.isComplete, "the cycle closed before the threads ran")
+            let p = other.future.flatMap { _ in x }
+            for (future, name) in [(x, "x"), (y, "y"), (p, "p")] {
+                run.watch(future, name)
+                future.whenComplete { log.event(Self.cycleOutcome(name, $0)) }
+            }
+            run.threads = [
+                { other.succeed(ExplorePayload(2)) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                for name in ["x", "y", "p"] {
+                    log.expect(
+                        log.count("\(name):cycle") == 1 && log.events.filter { $0.hasPrefix("\(name):") }.count == 1,
+                        "\(name) did not fail once with the cycle error: \(log.events)")
+                }
+                slot.future = nil
+            }
+            return run
+        }
+
+        /// `name:cycle` if `result` is `FutureCycleError`, `name:cancelled` or `name:other`.
+        static func cycleOutcome(_ name: String, _ result: Result<ExplorePayload, any Error>) -> String {
+            if case .failure(let error) = result, error is FutureCycleError { return "\(name):cycle" }
+            return result.isCancellation ? "\(name):cancelled" : "\(name):other"
         }
     }
 

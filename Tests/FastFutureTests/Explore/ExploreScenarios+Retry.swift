@@ -12,8 +12,161 @@
         static let retry: [ExploreScenario] = [
             retryCancelVsAttemptFailure, retryCancelVsSharedAttemptFailure, retryCancelVsAttemptsAndSuccess,
             retryCancelVsDelayFire, retryCancelVsFailureIntoWait, retryWalkVsAttemptSwitch, retryWalkVsCancel,
-            retryWalkVsAttemptSwitchVsCancel, retryWalkGivesBackAfterTurnEnteredVsCancel, retryCycleBothEnds,
+            retryWalkVsAttemptSwitchVsCancel, retryGiveBackKeepsTurnBusy, retryWalkGivesBackAfterTurnEnteredVsCancel,
+            retryCycleBothEnds, retryWalksOverlapOnFlightWord, retryWalkVsDelayFire,
         ]
+
+        /// A flatMap starts following a retry that waits on a manual clock (T0: its cycle walk
+        /// goes through the driver to the object in flight, the delay timer, and ends there: a
+        /// timer waits on no future) while T1 advances the clock: the timer fires and the turn it
+        /// opens makes attempt 2 and puts it in flight in the timer's place (or in the place of
+        /// the walk's stand-in for it). No cycle: `make` runs twice, attempt 2 is not cancelled,
+        /// the clock keeps no callback, and the retry and the flatMap get attempt 2's value.
+        static let retryWalkVsDelayFire = ExploreScenario("retry-walk-vs-delay-fire") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let clock = ManualClock()
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let captured = ExploreWeakBox()
+            let retried = makeRetry(variant, log: log, captured: captured, clock: clock) { attempt in
+                attempt == 1 ? .failed(ExploreFailure(), variant: variant) : second.future
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(second.future, "second")
+            run.watch(clock, "clock")
+            log.expect(clock.pendingCount == 1, "the wait is not on the clock")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                { clock.advance(by: .seconds(1)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("second:onCancel") == 0, "attempt 2 was cancelled: \(log.events)")
+                log.expect(clock.pendingCount == 0, "the clock still holds the retry's timer")
+                log.expect(!retried.isComplete && !derived.isComplete, "completed before attempt 2 did")
+                second.succeed(ExplorePayload(2))
+                log.expect(retried.peek()?.payloadID == 2, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.payloadID == 2, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// `retry-walk-gives-back-after-turn-entered-vs-cancel`'s race, aimed: the give-back of a
+        /// walk that borrowed the flight word before a turn entered, then a cancel inside that
+        /// turn. T0 completes the promise of a flatMap that follows the retry (its walk borrows
+        /// attempt 1 from the flight word and gives it back); T1 fails attempt 1, whose callback
+        /// opens a turn and asks `shouldRetry`, which blocks until T2's cancel has returned; T2
+        /// waits for `shouldRetry` to be asked, then cancels the retry. So T1's turn is open
+        /// across the cancel in every schedule, and the threads that are not racing are blocked
+        /// (they offer the schedule no choice): the walk against the turn's `enter` (and the
+        /// cancel against the walk's give-back) is all there is to explore, and a give-back that
+        /// dropped the turn's busy bit (flags read when borrowing) is one preemption from the
+        /// default schedule - the walk's, between its borrow and its give-back. Here `make` runs
+        /// twice and only with its closures alive (the cancel leaves them to the turn), attempt 2
+        /// is cancelled once (the turn's `leave` finds the word closed), the retry and the flatMap
+        /// are cancelled, and the captures of `make` and `shouldRetry` are released.
+        static let retryGiveBackKeepsTurnBusy = ExploreScenario("retry-give-back-keeps-turn-busy") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let first = Promise<ExplorePayload>(variant: variant)
+            let second = Promise<ExplorePayload>(variant: variant)
+            second.onCancel { log.event("second:onCancel") }
+            let makeCaptured = ExploreWeakBox()
+            let shouldRetryCaptured = ExploreWeakBox()
+            let retried: Future<ExplorePayload>
+            do {
+                let makePayload = ExplorePayload(7)
+                let shouldRetryPayload = ExplorePayload(8)
+                makeCaptured.object = makePayload
+                shouldRetryCaptured.object = shouldRetryPayload
+                retried = Future.retry(
+                    attempts: 3, variant: variant,
+                    while: { _ in
+                        withExtendedLifetime(shouldRetryPayload) {}
+                        log.event("shouldRetry")
+                        Explorer.block { log.count("cancel-returned") == 1 }
+                        return true
+                    }
+                ) { number in
+                    log.event("make:\(number)")
+                    withExtendedLifetime(makePayload) {}
+                    return number == 1 ? first.future : second.future
+                }
+            }
+            let derived = trigger.future.flatMap { _ in retried }
+            run.watch(retried, "retried")
+            run.watch(derived, "derived")
+            run.watch(first.future, "first")
+            run.watch(second.future, "second")
+            run.threads = [
+                { trigger.succeed(ExplorePayload(0)) },
+                { first.fail(ExploreFailure()) },
+                {
+                    Explorer.block { log.count("shouldRetry") == 1 }
+                    retried.cancel()
+                    log.event("cancel-returned")
+                },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1 && log.count("make:2") == 1, "make ran: \(log.events)")
+                log.expect(log.count("shouldRetry") == 1, "shouldRetry ran: \(log.events)")
+                log.expect(makeCaptured.object == nil, "make's captures outlived the threads: \(log.events)")
+                log.expect(shouldRetryCaptured.object == nil, "shouldRetry's captures outlived the threads")
+                log.expect(second.future.peek()?.isCancellation == true, "attempt 2 was not cancelled")
+                log.expect(log.count("second:onCancel") == 1, "attempt 2's onCancel: \(log.events)")
+                log.expect(retried.peek()?.isCancellation == true, "the retry: \(String(describing: retried.peek()))")
+                log.expect(derived.peek()?.isCancellation == true, "the flatMap: \(String(describing: derived.peek()))")
+            }
+            return run
+        }
+
+        /// Two cycle checks through one retry's flight word at once, only one of which can see the
+        /// cycle: the retry's attempt in flight is a map of `derived`, a flatMap whose body returns
+        /// the retry. T0 makes `p` follow the retry (`p` is on no cycle: its walk borrows the
+        /// attempt from the driver's flight word - a stand-in in its place, on both variants) while
+        /// T1 makes `derived` follow the retry, closing the cycle. If T1's walk borrows the flight
+        /// word while T0's stand-in is in it, the object it takes is that stand-in: only looking
+        /// through it (`_standInTarget`) finds the attempt, and the attempt's upstream word,
+        /// `derived`. The contract: `derived` fails with `FutureCycleError`, the attempt and the
+        /// retry fail through it and so does `p`, which follows the retry; each once, `make` runs
+        /// once, nothing stays allocated.
+        static let retryWalksOverlapOnFlightWord = ExploreScenario("retry-walks-overlap-on-flight-word") { variant in
+            let run = ExploreRun()
+            let log = run.log
+            let trigger = Promise<ExplorePayload>(variant: variant)
+            let other = Promise<ExplorePayload>(variant: variant)
+            let slot = FutureSlot<ExplorePayload>()
+            let derived = trigger.future.flatMap { _ in slot.future! }
+            let retried = Future<ExplorePayload>.retry(attempts: 1, variant: variant) { attempt in
+                log.event("make:\(attempt)")
+                return derived.map { $0 }
+            }
+            slot.future = retried
+            let p = other.future.flatMap { _ in retried }
+            for (future, name) in [(derived, "derived"), (retried, "retried"), (p, "p")] {
+                run.watch(future, name)
+                future.whenComplete { log.event(Self.cycleOutcome(name, $0)) }
+            }
+            run.threads = [
+                { other.succeed(ExplorePayload(1)) },
+                { trigger.succeed(ExplorePayload(0)) },
+            ]
+            run.check = {
+                log.expect(log.count("make:1") == 1, "make ran: \(log.events)")
+                for name in ["derived", "retried", "p"] {
+                    log.expect(
+                        log.count("\(name):cycle") == 1 && log.events.filter { $0.hasPrefix("\(name):") }.count == 1,
+                        "\(name) did not fail once with the cycle error: \(log.events)")
+                }
+                slot.future = nil
+            }
+            return run
+        }
 
         /// A cycle closed from both ends at once: T0 fails attempt 1, so the retry makes attempt
         /// 2 - a map of the flatMap that follows the retry - and walks from it; T1 completes the
