@@ -9,9 +9,7 @@
 // executor), and each drain runs the bodies of every future whose completion has reached the
 // queue, in registration order (its work is proportional to those bodies). The main actor passed
 // as an actor (`MainActor.shared`) shares the queue of the `.mainActor` overloads: one actor, one
-// registration order. That queue's drain is not isolated, so there each body checks its
-// isolation before it runs (`_preconditionOnMainActor()`, as the `.mainActor` overloads' bodies
-// do): `_ActorIsolated.value`, and `whenComplete`'s flag.
+// registration order.
 
 extension Future {
     /// Runs `body` on `actor` with the result, after the future completes.
@@ -49,15 +47,7 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) {
-        let queue = _IsolatedQueue.queue(for: actor)
-        // Not an `_ActorIsolated` (the other overloads need one to make a `Sendable` step body):
-        // `body` stored in a generic field would be reabstracted, an allocation more. The same
-        // check as `_ActorIsolated.value`'s.
-        let isMainActor = queue === _IsolatedQueue.mainActor
-        _isolatedRegister(on: queue, consumer: true) { source in
-            if isMainActor { _preconditionOnMainActor() }
-            body(Self._isolatedResult(source))
-        }
+        _isolatedCallback(on: _IsolatedQueue.queue(for: actor), body)
     }
 
     /// Runs `body` on `actor` with the value, if and when the future succeeds.
@@ -75,9 +65,8 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (Value) -> Void
     ) {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        _isolatedRegister(on: queue, consumer: true) { source in
+        let body = _ActorIsolated(body)
+        _isolatedRegister(on: _IsolatedQueue.queue(for: actor), consumer: true) { source in
             if case .success(let value) = Self._isolatedResult(source) { body.value(value) }
         }
     }
@@ -94,9 +83,8 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> Void
     ) {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        _isolatedRegister(on: queue, consumer: true) { source in
+        let body = _ActorIsolated(body)
+        _isolatedRegister(on: _IsolatedQueue.queue(for: actor), consumer: true) { source in
             if case .failure(let error) = Self._isolatedResult(source) { body.value(error) }
         }
     }
@@ -118,9 +106,8 @@ extension Future {
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> U
     ) -> Future<U> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let transform = _ActorIsolated(transform, on: queue)
-        return _isolatedStep(_MapBody { try transform.value($0) }, queue)
+        let transform = _ActorIsolated(transform)
+        return _isolatedStep(_MapBody { try transform.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future of the future that `transform`, run on `actor`, makes from this future's
@@ -137,9 +124,8 @@ extension Future {
         on actor: isolated any Actor,
         _ transform: @escaping (Value) throws -> Future<U>
     ) -> Future<U> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let transform = _ActorIsolated(transform, on: queue)
-        return _isolatedStep(_FlatMapBody { try transform.value($0) }, queue)
+        let transform = _ActorIsolated(transform)
+        return _isolatedStep(_FlatMapBody { try transform.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that turns this future's failure back into a value, on `actor`.
@@ -154,9 +140,8 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (any Error) throws -> Value
     ) -> Future<Value> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        return _isolatedStep(_RecoverBody { try body.value($0) }, queue)
+        let body = _ActorIsolated(body)
+        return _isolatedStep(_RecoverBody { try body.value($0) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that turns this future's failure into the result of another future,
@@ -172,9 +157,8 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (any Error) throws -> Future<Value>
     ) -> Future<Value> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        return _isolatedStep(_FlatMapErrorBody { error in try body.value(error) }, queue)
+        let body = _ActorIsolated(body)
+        return _isolatedStep(_FlatMapErrorBody { error in try body.value(error) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that fails with `body`'s error, made on `actor`, where this one fails.
@@ -188,9 +172,8 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (any Error) -> any Error
     ) -> Future<Value> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        return _isolatedStep(_MapErrorBody { error in body.value(error) }, queue)
+        let body = _ActorIsolated(body)
+        return _isolatedStep(_MapErrorBody { error in body.value(error) }, _IsolatedQueue.queue(for: actor))
     }
 
     /// Returns a future that completes like this one, after running `body` on `actor` with the
@@ -207,50 +190,30 @@ extension Future {
         on actor: isolated any Actor,
         _ body: @escaping (Result<Value, any Error>) -> Void
     ) -> Future<Value> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let body = _ActorIsolated(body, on: queue)
-        return _isolatedStep(_AlwaysBody { result in body.value(result) }, queue)
+        let body = _ActorIsolated(body)
+        return _isolatedStep(_AlwaysBody { result in body.value(result) }, _IsolatedQueue.queue(for: actor))
     }
 }
 
 /// A value that belongs to one actor's isolation region, carried through FastFuture's
 /// `Sendable` plumbing to be used on that actor only.
 ///
-/// On the main actor's queue (`on: MainActor.shared`, or an `isolated any Actor` that is the main
-/// actor) `value` first checks that the caller is on the main actor, and traps if not - as
-/// `_callOnMainActor` does for the `.mainActor` overloads' bodies: every main-actor body checks
-/// its isolation itself, since the main-actor queue's drain is not wrapped in
-/// `MainActor.assumeIsolated`. For another actor nothing is checked: its drain runs in tasks whose
-/// operation is statically isolated to it.
-///
 /// - Note: `@unchecked Sendable`: every `_ActorIsolated` is made inside a method whose caller is
 ///   isolated to an actor (an `isolated any Actor` parameter), from a body formed in that
-///   isolation, and its `value` is read only by that actor's `_IsolatedQueue.drain()`, which
+///   isolation, and its `value` is called only by that actor's `_IsolatedQueue.drain()`, which
 ///   runs in tasks whose operation is statically isolated to the actor - or, for the main actor
-///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor, where `value`
-///   checks it (above). So the value is only ever touched while that actor is running, one job
-///   at a time.
+///   (whose queue is `_IsolatedQueue.mainActor`), on the main queue, its executor: in the block
+///   that queue submits only there, or in `IsolatedWork.runMainActor()`, which is `@MainActor`.
+///   That drain is not wrapped in `MainActor.assumeIsolated`, and nothing checks the isolation
+///   before `value` is called: the main queue is the whole guarantee. So the value is only ever
+///   touched while that actor is running, one job at a time.
 @usableFromInline
 internal struct _ActorIsolated<Wrapped>: @unchecked Sendable {
-    @usableFromInline let wrapped: Wrapped
-    /// Whether the actor is the main actor: `value` checks the isolation then.
-    @usableFromInline let isMainActor: Bool
+    @usableFromInline let value: Wrapped
 
-    /// - Parameters:
-    ///   - value: The value, formed in the actor's isolation.
-    ///   - queue: The actor's queue (`_IsolatedQueue.queue(for:)`): the main actor's, or another.
     @inlinable
-    init(_ value: Wrapped, on queue: _IsolatedQueue) {
-        wrapped = value
-        isMainActor = queue === _IsolatedQueue.mainActor
-    }
-
-    /// The value, for the actor's drain; on the main actor's queue, a trap unless on the main
-    /// actor (`_preconditionOnMainActor()`, the check every main-actor body makes).
-    @inlinable
-    var value: Wrapped {
-        if isMainActor { _preconditionOnMainActor() }
-        return wrapped
+    init(_ value: Wrapped) {
+        self.value = value
     }
 }
 

@@ -83,8 +83,7 @@ extension Future {
     ) -> Future<[Value]> {
         let queue = _IsolatedQueue.queue(for: actor)
         let sendable: [@Sendable () -> Future<Value>] = makers.map { maker in
-            let onActor = _onActor(
-                queue, variant: .lockFree, _ActorIsolated<(Int) -> Future<Value>>({ _ in maker() }, on: queue))
+            let onActor = _onActor(queue, variant: .lockFree, _ActorIsolated<(Int) -> Future<Value>>({ _ in maker() }))
             return { onActor(0) }
         }
         return all(sendable, maxConcurrent: maxConcurrent)

@@ -199,8 +199,7 @@ extension Future {
         while shouldRetry: @escaping @Sendable (_ error: any Error) -> Bool = { _ in true },
         _ make: @escaping (_ attempt: Int) -> Future<Value>
     ) -> Future<Value> {
-        let queue = _IsolatedQueue.queue(for: actor)
-        let onActor = _onActor(queue, variant: variant, _ActorIsolated(make, on: queue))
+        let onActor = _onActor(_IsolatedQueue.queue(for: actor), variant: variant, _ActorIsolated(make))
         return _retry(
             attempts: attempts, delay: delay, backoff: backoff, makeTimer: nil, variant: variant, shouldRetry,
             onActor)
