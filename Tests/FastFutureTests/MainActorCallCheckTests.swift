@@ -2,10 +2,18 @@ import Dispatch
 @testable import FastFuture
 import Testing
 
-/// The main-actor queue's drain is not wrapped in `MainActor.assumeIsolated`: the body of
-/// `Future.run(on: .mainActor)` is called through `_callOnMainActor`, which checks the isolation
-/// itself. Called off the main actor, it must trap before the main-actor function runs. (On Linux
-/// the trap is the main executor's `dispatch_assert_queue` failing, for `_callOnMainActor` as for
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The main-actor queue's drain is not wrapped in `MainActor.assumeIsolated`: every body of the
+/// `.mainActor` overloads checks the isolation itself - the body of `Future.run(on: .mainActor)`
+/// through `_callOnMainActor`, the others through `_preconditionOnMainActor()`. Called off the
+/// main actor, each must trap before the body runs. (Bodies registered on `MainActor.shared`
+/// check nothing: they rely on the drain running on the main queue.)
+/// (On Linux the trap is the main executor's `dispatch_assert_queue` failing, as for
 /// `MainActor.assumeIsolated`: the runtime prints no message of its own, only the backtrace.)
 @Suite(.timeLimit(.minutes(1)))
 struct MainActorCallCheckTests {
@@ -30,5 +38,41 @@ struct MainActorCallCheckTests {
         #expect(try _callOnMainActor { @MainActor () -> Int in 7 } == 7)
         struct Thrown: Error {}
         #expect(throws: Thrown.self) { try _callOnMainActor { @MainActor () throws -> Int in throw Thrown() } }
+    }
+
+    /// What a body registered with `.mainActor` is: a callback or a step.
+    enum MainActorBody: String, CaseIterable, Codable, Sendable {
+        case mainActorCallback, mainActorStep
+    }
+
+    /// Registers `kind`'s body on a future that is complete: a body that calls `exit(0)`.
+    @MainActor
+    static func registerExitingBody(_ kind: MainActorBody, lockFree: Bool) {
+        let future = Future.succeeded(1, variant: lockFree ? .lockFree : .locked)
+        switch kind {
+        case .mainActorCallback: future.whenComplete(on: .mainActor) { _ in exit(0) }
+        case .mainActorStep: _ = future.map(on: .mainActor) { _ -> Int in exit(0) }
+        }
+    }
+
+    /// The drain of the main actor's queue is reachable off the main actor only through an
+    /// internal path: called from another thread while the main actor is busy (blocked in the
+    /// job that made the body ready, so the main queue's own drain cannot run first). The body
+    /// exits the process with success if it runs: it must trap first.
+    @Test(
+        "a main-actor body that a drain reaches off the main actor traps before it runs",
+        arguments: MainActorBody.allCases, [true, false])
+    func mainActorBodyOffTheMainActorTraps(kind: MainActorBody, lockFree: Bool) async {
+        await #expect(processExitsWith: .failure) { [kind = kind as MainActorBody, lockFree = lockFree as Bool] in
+            await MainActor.run {
+                Self.registerExitingBody(kind, lockFree: lockFree)
+                let drained = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    _IsolatedQueue.mainActor.drain()
+                    drained.signal()
+                }
+                drained.wait()
+            }
+        }
     }
 }

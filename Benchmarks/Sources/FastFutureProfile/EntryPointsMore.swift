@@ -11,6 +11,12 @@ import FastFuture
 //
 //   mainActorMap    a promise's future mapped on `.mainActor`, completed, then `wait()` from a
 //                   thread that is not the main one (tasks: `await MainActor.run { }` in a task)
+//   mainActorWhenComplete  a promise's future given a `whenComplete(on: .mainActor)` callback,
+//                   completed, then a thread that is not the main one waits for the callback (a
+//                   semaphore the callback signals)
+//   mainActorSharedMap  on the main actor (`await MainActor.run { }` from a task): a promise's
+//                   future mapped `on: MainActor.shared` (the actor overload given the main
+//                   actor), completed; then `try await value` in the task
 //   actorMap        inside an actor's method: a promise's future mapped on the actor, completed,
 //                   then `try await value`; called from a task (tasks: a plain actor method call)
 //   retry           `Future.retry(attempts: 2)` whose first attempt fails and second succeeds
@@ -49,6 +55,36 @@ func moreEntryPoint(_ mode: String, _ variant: FutureVariant?, _ iterations: Int
                 for index in 0..<iterations {
                     let value = await MainActor.run { index &+ 1 }
                     if value != index &+ 1 { fail("mainActorMap: wrong value") }
+                }
+                done.signal()
+            }
+            done.wait()
+        }
+    case ("mainActorWhenComplete", let variant?):
+        onMainQueueDrained {
+            let ran = DispatchSemaphore(value: 0)
+            for index in 0..<iterations {
+                let promise = Promise<Int>(variant: variant)
+                promise.future.whenComplete(on: .mainActor) { result in
+                    if (try? result.get()) != index { fail("mainActorWhenComplete: wrong value") }
+                    ran.signal()
+                }
+                promise.succeed(index)
+                ran.wait()
+            }
+        }
+    case ("mainActorSharedMap", let variant?):
+        onMainQueueDrained {
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                for index in 0..<iterations {
+                    let mapped = await MainActor.run {
+                        let promise = Promise<Int>(variant: variant)
+                        let mapped = promise.future.map(on: MainActor.shared) { $0 &+ 1 }
+                        promise.succeed(index)
+                        return mapped
+                    }
+                    if (try? await mapped.value) != index &+ 1 { fail("mainActorSharedMap: wrong value") }
                 }
                 done.signal()
             }

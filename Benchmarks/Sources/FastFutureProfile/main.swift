@@ -493,7 +493,8 @@ let usage =
     + " | FastFutureProfile <retry|boundedAll|timeoutClock|succeededAfter> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <actorRetry|actorAll> <lockFree|locked> [iterations]"
     + " | FastFutureProfile mainActorRun <lockFree|locked|tasks> [iterations]"
-    + " | FastFutureProfile <mainActorRunAwait|cancelMap|cancelRace|firstMapped> <lockFree|locked> [iterations]"
+    + " | FastFutureProfile <mainActorRunAwait|mainActorWhenComplete|mainActorSharedMap|cancelMap|cancelRace|firstMapped>"
+    + " <lockFree|locked> [iterations]"
     + " | FastFutureProfile <cycleWalk|cycleWalkRetry> <lockFree|locked> [iterations]"
     + " | FastFutureProfile <S3|S5> <lockFree|locked> [iterations] [T]"
     + " | FastFutureProfile S4T <lockFree|locked|reference> [iterations] [T] [plain|marking]"
@@ -605,13 +606,15 @@ case ("mainActorMap", _), ("actorMap", _), ("retry", _), ("boundedAll", _), ("ti
     moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
 case ("actorRetry", "nio"), ("actorAll", "nio"), ("actorRetry", "tasks"), ("actorAll", "tasks"): fail(usage)
 case ("actorRetry", _), ("actorAll", _): moreEntryPoint(arguments[1], variant, iterations)
-case ("mainActorRun", "nio"), ("mainActorRunAwait", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"),
-    ("firstMapped", "nio"), ("mainActorRunAwait", "tasks"), ("cancelMap", "tasks"), ("cancelRace", "tasks"),
-    ("firstMapped", "tasks"):
+case ("mainActorRun", "nio"), ("mainActorRunAwait", "nio"), ("mainActorWhenComplete", "nio"),
+    ("mainActorSharedMap", "nio"), ("cancelMap", "nio"), ("cancelRace", "nio"), ("firstMapped", "nio"),
+    ("mainActorRunAwait", "tasks"), ("mainActorWhenComplete", "tasks"), ("mainActorSharedMap", "tasks"),
+    ("cancelMap", "tasks"), ("cancelRace", "tasks"), ("firstMapped", "tasks"):
     fail(usage)
 case ("mainActorRun", _):
     moreEntryPoint(arguments[1], arguments[2] == "tasks" ? nil : variant, iterations)
-case ("mainActorRunAwait", _), ("cancelMap", _), ("cancelRace", _), ("firstMapped", _):
+case ("mainActorRunAwait", _), ("mainActorWhenComplete", _), ("mainActorSharedMap", _), ("cancelMap", _),
+    ("cancelRace", _), ("firstMapped", _):
     moreEntryPoint(arguments[1], variant, iterations)
 case ("cycleWalk", "nio"), ("cycleWalkRetry", "nio"), ("cycleWalk", "tasks"), ("cycleWalkRetry", "tasks"):
     fail(usage)

@@ -7,10 +7,18 @@
 // for `on: .mainActor` and then reject the main-actor body.)
 //
 // Bodies go through `_IsolatedQueue.mainActor`, which runs them on the main queue (the main
-// actor's executor) in registration order; there, `MainActor.assumeIsolated` calls them
-// (`Future.run(on: .mainActor)`'s body: `_callOnMainActor`, the same check without a closure) -
-// the drain itself is not wrapped in it. A `@MainActor` function value is `Sendable`: only the
-// main actor may call it.
+// actor's executor) in registration order. The drain is not isolated (not wrapped in
+// `MainActor.assumeIsolated`), so every body checks its isolation itself, as `assumeIsolated`
+// does, but with no closure around the call (`assumeIsolated`'s non-escaping operation gets a
+// heap context: a malloc per body): each overload casts the `@MainActor` function to its
+// nonisolated type once, when it registers, and the body it hands the queue calls
+// `_preconditionOnMainActor()` - a trap unless on the main actor - before calling it
+// (`Future.run(on: .mainActor)`: `_callOnMainActor`, the same). The cast is spelled at each
+// overload, at that overload's own types, on purpose: one generic helper taking the function
+// (`(A) throws(E) -> R`) would make the caller convert each function to the helper's generic
+// form through a reabstraction thunk whose context is allocated at every call - the malloc
+// `assumeIsolated` cost, moved (measured). A `@MainActor` function value is `Sendable`: only
+// the main actor may call it, so the cast keeps `@Sendable`.
 
 extension Future {
     /// Runs `body` on the main actor with the result, after the future completes.
@@ -42,9 +50,10 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) {
+        let call = unsafeBitCast(body, to: (@Sendable (Result<Value, any Error>) -> Void).self)  // see the top
         _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
-            let result = Self._isolatedResult(source)
-            MainActor.assumeIsolated { body(result) }
+            _preconditionOnMainActor()
+            call(Self._isolatedResult(source))
         }
     }
 
@@ -64,8 +73,10 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Value) -> Void
     ) {
+        let call = unsafeBitCast(body, to: (@Sendable (Value) -> Void).self)  // see the top
         _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
-            if case .success(let value) = Self._isolatedResult(source) { MainActor.assumeIsolated { body(value) } }
+            _preconditionOnMainActor()
+            if case .success(let value) = Self._isolatedResult(source) { call(value) }
         }
     }
 
@@ -81,8 +92,10 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> Void
     ) {
+        let call = unsafeBitCast(body, to: (@Sendable (any Error) -> Void).self)  // see the top
         _isolatedRegister(on: _IsolatedQueue.mainActor, consumer: true) { source in
-            if case .failure(let error) = Self._isolatedResult(source) { MainActor.assumeIsolated { body(error) } }
+            _preconditionOnMainActor()
+            if case .failure(let error) = Self._isolatedResult(source) { call(error) }
         }
     }
 
@@ -102,8 +115,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> U
     ) -> Future<U> {
+        let call = unsafeBitCast(transform, to: (@Sendable (Value) throws -> U).self)  // see the top
         return _isolatedStep(
-            _MapBody { value in try MainActor.assumeIsolated { try transform(value) } }, _IsolatedQueue.mainActor)
+            _MapBody {
+                _preconditionOnMainActor()
+                return try call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future of the future that `transform`, run on the main actor, makes from this
@@ -120,8 +137,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ transform: @escaping @MainActor (Value) throws -> Future<U>
     ) -> Future<U> {
+        let call = unsafeBitCast(transform, to: (@Sendable (Value) throws -> Future<U>).self)  // see the top
         return _isolatedStep(
-            _FlatMapBody { value in try MainActor.assumeIsolated { try transform(value) } }, _IsolatedQueue.mainActor)
+            _FlatMapBody {
+                _preconditionOnMainActor()
+                return try call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that turns this future's failure back into a value, on the main actor.
@@ -136,8 +157,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Value
     ) -> Future<Value> {
+        let call = unsafeBitCast(body, to: (@Sendable (any Error) throws -> Value).self)  // see the top
         return _isolatedStep(
-            _RecoverBody { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
+            _RecoverBody {
+                _preconditionOnMainActor()
+                return try call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that turns this future's failure into the result of another future,
@@ -153,8 +178,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) throws -> Future<Value>
     ) -> Future<Value> {
+        let call = unsafeBitCast(body, to: (@Sendable (any Error) throws -> Future<Value>).self)  // see the top
         return _isolatedStep(
-            _FlatMapErrorBody { error in try MainActor.assumeIsolated { try body(error) } }, _IsolatedQueue.mainActor)
+            _FlatMapErrorBody {
+                _preconditionOnMainActor()
+                return try call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that fails with `body`'s error, made on the main actor, where this one fails.
@@ -168,8 +197,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (any Error) -> any Error
     ) -> Future<Value> {
+        let call = unsafeBitCast(body, to: (@Sendable (any Error) -> any Error).self)  // see the top
         return _isolatedStep(
-            _MapErrorBody { error in MainActor.assumeIsolated { body(error) } }, _IsolatedQueue.mainActor)
+            _MapErrorBody {
+                _preconditionOnMainActor()
+                return call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Returns a future that completes like this one, after running `body` on the main actor with the
@@ -186,8 +219,12 @@ extension Future {
         on executor: MainActorExecutor,
         _ body: @escaping @MainActor (Result<Value, any Error>) -> Void
     ) -> Future<Value> {
+        let call = unsafeBitCast(body, to: (@Sendable (Result<Value, any Error>) -> Void).self)  // see the top
         return _isolatedStep(
-            _AlwaysBody { result in MainActor.assumeIsolated { body(result) } }, _IsolatedQueue.mainActor)
+            _AlwaysBody {
+                _preconditionOnMainActor()
+                call($0)
+            }, _IsolatedQueue.mainActor)
     }
 
     /// Runs `body` on the main actor, later, and returns a future of its result.
@@ -243,8 +280,18 @@ extension Future {
 /// - Throws: What `body` throws.
 @inlinable
 internal func _callOnMainActor<T>(_ body: @escaping @MainActor () throws -> T) throws -> T {
-    MainActor.preconditionIsolated()
+    _preconditionOnMainActor()
     // Checked just above: the main actor's isolation is only the function type's.
     let call = unsafeBitCast(body, to: (() throws -> T).self)
     return try call()
+}
+
+/// The check every main-actor body makes before it runs (the drain of the main-actor queue is not
+/// isolated): a trap unless the caller is on the main actor, as `MainActor.assumeIsolated`
+/// makes. `MainActor.shared.preconditionIsolated()` rather than the static
+/// `MainActor.preconditionIsolated()`, which reaches the same check through `GlobalActor`'s
+/// generic path (its associated-type lookups: about 100 more instructions per call).
+@inlinable @inline(__always)
+internal func _preconditionOnMainActor() {
+    MainActor.shared.preconditionIsolated()
 }

@@ -280,6 +280,10 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         // `ready` is taken whole, and gets the last batch's emptied buffer (`spareReady`).
         var taken = spareReady
         spareReady = []
+        // Debug builds: the buffer must come back empty (`keepAsSpare`). A group left in it
+        // would go back to `ready` with its bodies run: counted as ready again (`readyBodies`),
+        // so `drainUntilIdle` would never see the queue idle - a hang, far from the cause.
+        assert(taken.isEmpty, "the drain's spare buffer was handed to `ready` with \(taken.count) groups in it")
         let kept = lock.withLock { () -> _IsolatedQueue? in
             #if DEBUG
                 readyFutures = []  // `ready`'s futures: `ready` is taken whole below
