@@ -123,7 +123,9 @@ internal final class _IsolatedQueue: @unchecked Sendable {
         // object at each use on Linux (a malloc), and `async` copies a block made from a closure
         // to the heap (`_Block_copy`, a malloc) - a heap block made already is only retained.
         // The drain itself is not isolated (no `MainActor.assumeIsolated` around it, which
-        // allocates its closure's context): each main-actor body checks its isolation itself.
+        // allocates its closure's context): the `.mainActor` overloads' bodies and `run(on:
+        // .mainActor)`'s check their isolation themselves; bodies registered `on:
+        // MainActor.shared` check nothing and rely on this drain running only on the main queue.
         let main = DispatchQueue.main
         let drain: @Sendable @convention(block) () -> Void = { _ = _IsolatedQueue.mainActor.drain() }
         queue.submitDrain = { main.async(execute: drain) }
