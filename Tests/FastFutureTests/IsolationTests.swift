@@ -102,6 +102,83 @@ struct IsolationTests {
         #expect(screen.lines == ["failure 4"])
     }
 
+    /// Every `.mainActor` overload on one future, completed from another thread: each body runs
+    /// on the main actor, after the registering call, in registration order across the kinds,
+    /// and each step's future completes with what its body made - a value, a thrown error, a
+    /// failed future, a mapped error - or with the cancellation of a body that cancelled it.
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func everyMainActorOverloadRunsInRegistrationOrderAndPassesErrorsOn(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        let failed = Future<Int>.failed(Boom(code: 3), variant: variant)
+        func note(_ line: String) {
+            MainActor.assertIsolated()
+            screen.lines.append(line)
+            screen.notSendable.count += 1
+        }
+        future.whenComplete(on: .mainActor) { note("whenComplete \((try? $0.get()) ?? -1)") }
+        failed.whenFailure(on: .mainActor) { note("whenFailure \(($0 as? Boom)?.code ?? 0)") }
+        let thrown = future.map(on: .mainActor) { (value: Int) throws -> Int in
+            note("map \(value)")
+            throw Boom(code: value)
+        }
+        future.whenSuccess(on: .mainActor) { note("whenSuccess \($0)") }
+        let failedInner = future.flatMap(on: .mainActor) { value -> Future<Int> in
+            note("flatMap \(value)")
+            return Future.failed(Boom(code: value + 1), variant: variant)
+        }
+        let mappedError = failed.mapError(on: .mainActor) { error -> any Error in
+            note("mapError")
+            return Boom(code: ((error as? Boom)?.code ?? 0) * 10)
+        }
+        let recovered = failed.recover(on: .mainActor) { error -> Int in
+            note("recover")
+            return ((error as? Boom)?.code ?? 0) + 100
+        }
+        let kept = future.always(on: .mainActor) { note("always \((try? $0.get()) ?? -1)") }
+        let refailed = failed.flatMapError(on: .mainActor) { error -> Future<Int> in
+            note("flatMapError")
+            return Future.failed(Boom(code: ((error as? Boom)?.code ?? 0) + 1), variant: variant)
+        }
+        let selfCancelled = LockedBox<Future<Int>?>(nil)
+        let cancelling = future.map(on: .mainActor) { value -> Int in
+            note("cancelling map")
+            selfCancelled.withLock { $0 }?.cancel()
+            return value
+        }
+        selfCancelled.withLock { $0 = cancelling }
+        let ran = Future<Int>.run(on: .mainActor, variant: variant) {
+            note("run")
+            return screen.notSendable.count
+        }
+        #expect(screen.lines.isEmpty, "main-actor bodies never run inside the registering call")
+        // The bodies on `failed` and `run`'s work are ready at once: `run`, submitted last, runs
+        // after them, and before the bodies on `future`, which is pending until another thread
+        // completes it.
+        #expect(try await ran.value == 5, "the four bodies on `failed`, then its own")
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                promise.succeed(7)
+                done.resume()
+            }
+        }
+        await #expect(throws: Boom(code: 7)) { try await thrown.value }
+        await #expect(throws: Boom(code: 8)) { try await failedInner.value }
+        await #expect(throws: Boom(code: 30)) { try await mappedError.value }
+        #expect(try await recovered.value == 103)
+        #expect(try await kept.value == 7)
+        await #expect(throws: Boom(code: 4)) { try await refailed.value }
+        await #expect(throws: CancellationError.self) { try await cancelling.value }
+        selfCancelled.withLock { $0 = nil }
+        let expectedOnFailed = ["whenFailure 3", "mapError", "recover", "flatMapError"]
+        let expectedOnFuture = [
+            "whenComplete 7", "map 7", "whenSuccess 7", "flatMap 7", "always 7", "cancelling map",
+        ]
+        #expect(screen.lines == expectedOnFailed + ["run"] + expectedOnFuture)
+    }
+
     @Test(arguments: FutureVariant.allCases)
     @MainActor
     func cancelledMainActorMapSkipsItsBody(variant: FutureVariant) async throws {
