@@ -179,6 +179,51 @@ struct IsolationTests {
         #expect(screen.lines == expectedOnFailed + ["run"] + expectedOnFuture)
     }
 
+    /// A value wider than the registers that return it (returned indirectly).
+    struct Wide: Sendable, Equatable {
+        var a = 1, b = 2, c = 3, d = 4, e = 5
+        var name = "wide"
+    }
+
+    /// The `.mainActor` overloads called from unspecialized generic code, `T` unknown: each body
+    /// is called through the function converted to its nonisolated type, at `T`'s abstraction.
+    @MainActor
+    private static func mainActorChain<T: Sendable & Equatable>(
+        _ future: Future<T>, fallback: T, variant: FutureVariant, _ seen: LockedBox<[T]>
+    ) -> (mapped: Future<[T]>, recovered: Future<T>, always: Future<T>) {
+        future.whenSuccess(on: .mainActor) { value in seen.withLock { $0.append(value) } }
+        let mapped = future.map(on: .mainActor) { (value: T) throws -> [T] in [value, value] }
+            .flatMap(on: .mainActor) { (pair: [T]) -> Future<[T]> in .succeeded(pair + [fallback], variant: variant) }
+        let recovered = Future<T>.failed(Boom(code: 1), variant: variant)
+            .flatMapError(on: .mainActor) { _ -> Future<T> in .failed(Boom(code: 2), variant: variant) }
+            .recover(on: .mainActor) { _ -> T in fallback }
+        let always = future.always(on: .mainActor) { result in
+            seen.withLock { $0.append((try? result.get()) ?? fallback) }
+        }
+        return (mapped, recovered, always)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorBodiesOfGenericValuesGetTheirValues(variant: FutureVariant) async throws {
+        let wide = Wide(a: 10, name: "ten")
+        let other = Wide(a: 20, name: "twenty")
+        let seenWide = LockedBox<[Wide]>([])
+        let (wideMapped, wideRecovered, wideAlways) = Self.mainActorChain(
+            .succeeded(wide, variant: variant), fallback: other, variant: variant, seenWide)
+        let seenString = LockedBox<[String]>([])
+        let (stringMapped, stringRecovered, stringAlways) = Self.mainActorChain(
+            .succeeded("a", variant: variant), fallback: "b", variant: variant, seenString)
+        #expect(try await wideMapped.value == [wide, wide, other])
+        #expect(try await wideRecovered.value == other)
+        #expect(try await wideAlways.value == wide)
+        #expect(try await stringMapped.value == ["a", "a", "b"])
+        #expect(try await stringRecovered.value == "b")
+        #expect(try await stringAlways.value == "a")
+        #expect(seenWide.withLock { $0 } == [wide, wide])
+        #expect(seenString.withLock { $0 } == ["a", "a"])
+    }
+
     @Test(arguments: FutureVariant.allCases)
     @MainActor
     func cancelledMainActorMapSkipsItsBody(variant: FutureVariant) async throws {
