@@ -254,7 +254,7 @@ struct IsolatedFrontsTests {
     func runOnMainActorThroughGenericCode(variant: FutureVariant) throws {
         let deaths = AtomicCount()
         let ran = AtomicCount()
-        _ = IsolatedWork.runMainActor()  // nothing left from before: the count below is these three
+        _ = IsolatedWork.runMainActor()  // nothing left from before
         do {
             let made = Self.genericRun(variant: variant) { () -> DeinitCounted in
                 MainActor.preconditionIsolated()
@@ -271,7 +271,9 @@ struct IsolatedFrontsTests {
             }
             skipped.cancel()  // before the drain: its body never runs
             #expect(ran.load() == 0, "never inside the call")
-            #expect(IsolatedWork.runMainActor() == 3)
+            // At least these three (`ran` counts them): bodies of other suites running beside
+            // this one may be ready too.
+            #expect(IsolatedWork.runMainActor() >= 3)
             #expect(ran.load() == 2)
             #expect(try #require(made.peek()).get().id == 3)
             #expect(throws: TestFailure(2)) { try failed.peek()?.get() }

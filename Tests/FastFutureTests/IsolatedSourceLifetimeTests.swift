@@ -65,7 +65,8 @@ struct IsolatedSourceLifetimeTests {
             if !completeFirst { promise.succeed(DeinitCounted(deaths, id: 7)) }
         }  // the promise and the future go: the queue's group is all that holds the future
         #expect(deaths.load() == 0)
-        #expect(IsolatedWork.runMainActor() == 4)
+        // At least these four: bodies of other suites running beside this one may be ready too.
+        #expect(IsolatedWork.runMainActor() >= 4)
         #expect(seen.withLock { $0 } == [7, 7])
         for future in derived { #expect(try #require(future.peek()).get() == 7) }
         derived = []
@@ -148,7 +149,8 @@ struct IsolatedSourceLifetimeTests {
             }
         }
         #expect(deaths.load() == 0)
-        #expect(IsolatedWork.runMainActor() == 2 * count)
+        // At least these: bodies of other suites running beside this one may be ready too.
+        #expect(IsolatedWork.runMainActor() >= 2 * count)
         // Every completion reached the queue before the drain: registration order.
         #expect(seen.withLock { $0 } == Array(0..<count))
         for (index, future) in derived.enumerated() { #expect(try #require(future.peek()).get() == index) }

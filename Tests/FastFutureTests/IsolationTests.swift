@@ -102,6 +102,128 @@ struct IsolationTests {
         #expect(screen.lines == ["failure 4"])
     }
 
+    /// Every `.mainActor` overload on one future, completed from another thread: each body runs
+    /// on the main actor, after the registering call, in registration order across the kinds,
+    /// and each step's future completes with what its body made - a value, a thrown error, a
+    /// failed future, a mapped error - or with the cancellation of a body that cancelled it.
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func everyMainActorOverloadRunsInRegistrationOrderAndPassesErrorsOn(variant: FutureVariant) async throws {
+        let screen = Screen()
+        let promise = Promise<Int>(variant: variant)
+        let future = promise.future
+        let failed = Future<Int>.failed(Boom(code: 3), variant: variant)
+        func note(_ line: String) {
+            MainActor.assertIsolated()
+            screen.lines.append(line)
+            screen.notSendable.count += 1
+        }
+        future.whenComplete(on: .mainActor) { note("whenComplete \((try? $0.get()) ?? -1)") }
+        failed.whenFailure(on: .mainActor) { note("whenFailure \(($0 as? Boom)?.code ?? 0)") }
+        let thrown = future.map(on: .mainActor) { (value: Int) throws -> Int in
+            note("map \(value)")
+            throw Boom(code: value)
+        }
+        future.whenSuccess(on: .mainActor) { note("whenSuccess \($0)") }
+        let failedInner = future.flatMap(on: .mainActor) { value -> Future<Int> in
+            note("flatMap \(value)")
+            return Future.failed(Boom(code: value + 1), variant: variant)
+        }
+        let mappedError = failed.mapError(on: .mainActor) { error -> any Error in
+            note("mapError")
+            return Boom(code: ((error as? Boom)?.code ?? 0) * 10)
+        }
+        let recovered = failed.recover(on: .mainActor) { error -> Int in
+            note("recover")
+            return ((error as? Boom)?.code ?? 0) + 100
+        }
+        let kept = future.always(on: .mainActor) { note("always \((try? $0.get()) ?? -1)") }
+        let refailed = failed.flatMapError(on: .mainActor) { error -> Future<Int> in
+            note("flatMapError")
+            return Future.failed(Boom(code: ((error as? Boom)?.code ?? 0) + 1), variant: variant)
+        }
+        let selfCancelled = LockedBox<Future<Int>?>(nil)
+        let cancelling = future.map(on: .mainActor) { value -> Int in
+            note("cancelling map")
+            selfCancelled.withLock { $0 }?.cancel()
+            return value
+        }
+        selfCancelled.withLock { $0 = cancelling }
+        let ran = Future<Int>.run(on: .mainActor, variant: variant) {
+            note("run")
+            return screen.notSendable.count
+        }
+        #expect(screen.lines.isEmpty, "main-actor bodies never run inside the registering call")
+        // The bodies on `failed` and `run`'s work are ready at once: `run`, submitted last, runs
+        // after them, and before the bodies on `future`, which is pending until another thread
+        // completes it.
+        #expect(try await ran.value == 5, "the four bodies on `failed`, then its own")
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                promise.succeed(7)
+                done.resume()
+            }
+        }
+        await #expect(throws: Boom(code: 7)) { try await thrown.value }
+        await #expect(throws: Boom(code: 8)) { try await failedInner.value }
+        await #expect(throws: Boom(code: 30)) { try await mappedError.value }
+        #expect(try await recovered.value == 103)
+        #expect(try await kept.value == 7)
+        await #expect(throws: Boom(code: 4)) { try await refailed.value }
+        await #expect(throws: CancellationError.self) { try await cancelling.value }
+        selfCancelled.withLock { $0 = nil }
+        let expectedOnFailed = ["whenFailure 3", "mapError", "recover", "flatMapError"]
+        let expectedOnFuture = [
+            "whenComplete 7", "map 7", "whenSuccess 7", "flatMap 7", "always 7", "cancelling map",
+        ]
+        #expect(screen.lines == expectedOnFailed + ["run"] + expectedOnFuture)
+    }
+
+    /// A value wider than the registers that return it (returned indirectly).
+    struct Wide: Sendable, Equatable {
+        var a = 1, b = 2, c = 3, d = 4, e = 5
+        var name = "wide"
+    }
+
+    /// The `.mainActor` overloads called from unspecialized generic code, `T` unknown: each body
+    /// is called through the function converted to its nonisolated type, at `T`'s abstraction.
+    @MainActor
+    private static func mainActorChain<T: Sendable & Equatable>(
+        _ future: Future<T>, fallback: T, variant: FutureVariant, _ seen: LockedBox<[T]>
+    ) -> (mapped: Future<[T]>, recovered: Future<T>, always: Future<T>) {
+        future.whenSuccess(on: .mainActor) { value in seen.withLock { $0.append(value) } }
+        let mapped = future.map(on: .mainActor) { (value: T) throws -> [T] in [value, value] }
+            .flatMap(on: .mainActor) { (pair: [T]) -> Future<[T]> in .succeeded(pair + [fallback], variant: variant) }
+        let recovered = Future<T>.failed(Boom(code: 1), variant: variant)
+            .flatMapError(on: .mainActor) { _ -> Future<T> in .failed(Boom(code: 2), variant: variant) }
+            .recover(on: .mainActor) { _ -> T in fallback }
+        let always = future.always(on: .mainActor) { result in
+            seen.withLock { $0.append((try? result.get()) ?? fallback) }
+        }
+        return (mapped, recovered, always)
+    }
+
+    @Test(arguments: FutureVariant.allCases)
+    @MainActor
+    func mainActorBodiesOfGenericValuesGetTheirValues(variant: FutureVariant) async throws {
+        let wide = Wide(a: 10, name: "ten")
+        let other = Wide(a: 20, name: "twenty")
+        let seenWide = LockedBox<[Wide]>([])
+        let (wideMapped, wideRecovered, wideAlways) = Self.mainActorChain(
+            .succeeded(wide, variant: variant), fallback: other, variant: variant, seenWide)
+        let seenString = LockedBox<[String]>([])
+        let (stringMapped, stringRecovered, stringAlways) = Self.mainActorChain(
+            .succeeded("a", variant: variant), fallback: "b", variant: variant, seenString)
+        #expect(try await wideMapped.value == [wide, wide, other])
+        #expect(try await wideRecovered.value == other)
+        #expect(try await wideAlways.value == wide)
+        #expect(try await stringMapped.value == ["a", "a", "b"])
+        #expect(try await stringRecovered.value == "b")
+        #expect(try await stringAlways.value == "a")
+        #expect(seenWide.withLock { $0 } == [wide, wide])
+        #expect(seenString.withLock { $0 } == ["a", "a"])
+    }
+
     @Test(arguments: FutureVariant.allCases)
     @MainActor
     func cancelledMainActorMapSkipsItsBody(variant: FutureVariant) async throws {

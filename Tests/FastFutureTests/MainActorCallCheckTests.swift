@@ -40,18 +40,33 @@ struct MainActorCallCheckTests {
         #expect(throws: Thrown.self) { try _callOnMainActor { @MainActor () throws -> Int in throw Thrown() } }
     }
 
-    /// What a body registered with `.mainActor` is: a callback or a step.
+    /// What a body registered with `.mainActor` is: each overload that takes a main-actor body,
+    /// and `Future.run(on: .mainActor)`'s work. Each checks its isolation itself, so each is
+    /// checked apart: one that lost its check runs off the main actor.
     enum MainActorBody: String, CaseIterable, Codable, Sendable {
-        case mainActorCallback, mainActorStep
+        case whenComplete, whenSuccess, whenFailure, map, flatMap, recover, flatMapError, mapError, always, run
     }
 
-    /// Registers `kind`'s body on a future that is complete: a body that calls `exit(0)`.
+    struct Failed: Error {}
+
+    /// Registers `kind`'s body, a body that calls `exit(0)`, on a future that is complete (failed
+    /// for the bodies that run on a failure only), or submits it (`run`).
     @MainActor
     static func registerExitingBody(_ kind: MainActorBody, lockFree: Bool) {
-        let future = Future.succeeded(1, variant: lockFree ? .lockFree : .locked)
+        let variant: FutureVariant = lockFree ? .lockFree : .locked
+        let future = Future.succeeded(1, variant: variant)
+        let failed = Future<Int>.failed(Failed(), variant: variant)
         switch kind {
-        case .mainActorCallback: future.whenComplete(on: .mainActor) { _ in exit(0) }
-        case .mainActorStep: _ = future.map(on: .mainActor) { _ -> Int in exit(0) }
+        case .whenComplete: future.whenComplete(on: .mainActor) { _ in exit(0) }
+        case .whenSuccess: future.whenSuccess(on: .mainActor) { _ in exit(0) }
+        case .whenFailure: failed.whenFailure(on: .mainActor) { _ in exit(0) }
+        case .map: _ = future.map(on: .mainActor) { _ -> Int in exit(0) }
+        case .flatMap: _ = future.flatMap(on: .mainActor) { _ -> Future<Int> in exit(0) }
+        case .recover: _ = failed.recover(on: .mainActor) { _ -> Int in exit(0) }
+        case .flatMapError: _ = failed.flatMapError(on: .mainActor) { _ -> Future<Int> in exit(0) }
+        case .mapError: _ = failed.mapError(on: .mainActor) { _ -> any Error in exit(0) }
+        case .always: _ = future.always(on: .mainActor) { _ in exit(0) }
+        case .run: _ = Future<Int>.run(on: .mainActor, variant: variant) { () -> Int in exit(0) }
         }
     }
 
